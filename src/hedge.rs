@@ -1,0 +1,615 @@
+//! [`Hedge`]: the future that races copies of a request and keeps the first win.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use futures_core::FusedFuture;
+use pin_project::pin_project;
+
+use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
+use crate::ext::Factory;
+use crate::policy::{AsPolicy, Counter, Shared};
+use crate::timer::Timer;
+
+#[cfg(feature = "std")]
+type Panic = Box<dyn core::any::Any + Send>;
+
+/// A hedged call: starts copies of a request on the policy's schedule, returns the first
+/// that wins, and drops the rest.
+///
+/// Made by [`Hedgeable::hedged`](crate::Hedgeable::hedged). It is one future: the copies
+/// are polled inside its `poll` with the caller's waker, nothing is spawned, and dropping
+/// it drops every copy and its timer. Its output is the copies' own `Result<T, E>`.
+///
+/// ```
+/// use std::time::Duration;
+/// use hedging::{Hedgeable, Policy};
+/// # futures::executor::block_on(async {
+/// #[derive(Debug, PartialEq)]
+/// enum DbError { Timeout, NotFound }
+///
+/// let policy = Policy::builder().max_copies(3).delay(Duration::from_millis(5)).build();
+/// let row = (|| async { Err::<u32, _>(DbError::NotFound) })
+///     .hedged(&policy)
+///     .when(|e: &DbError| *e == DbError::Timeout) // only timeouts are worth another copy
+///     .await;
+/// assert_eq!(row, Err(DbError::NotFound));
+/// assert_eq!(policy.stats().hedges, 0); // the non-retryable error ended the race
+/// # });
+/// ```
+///
+/// # Cancellation
+///
+/// Dropping a `Hedge` drops every copy still in flight and its timer; nothing keeps
+/// running. The policy's stats count the call as `cancelled`.
+///
+/// # Panics
+///
+/// Polling it again after it returned `Ready` panics; it implements
+/// [`FusedFuture`] so `select!` can tell. A panicking copy unwinds through `poll`
+/// unless the policy enables `catch_unwind`.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct Hedge<F: Factory, P: AsPolicy, C = ByResult> {
+    factory: F,
+    classify: C,
+    // Declared before `call` so the copies are dropped before the call is counted.
+    #[pin]
+    copies: Copies<F::Future, <P::Timer as Timer>::Sleep>,
+    call: Call<P, F::Ok, F::Error>,
+}
+
+impl<F: Factory, P: AsPolicy> Hedge<F, P, ByResult> {
+    pub(crate) fn new(factory: F, policy: P) -> Self {
+        Hedge {
+            factory,
+            classify: ByResult,
+            copies: Copies {
+                original: None,
+                hedges: Vec::new(),
+                sleep: None,
+            },
+            call: Call {
+                policy,
+                race: Race::new(),
+            },
+        }
+    }
+}
+
+impl<F: Factory, P: AsPolicy, C> Hedge<F, P, C> {
+    /// Decides which errors are worth another copy: `true` keeps racing (the copy
+    /// failed, the others go on), `false` returns the error at once and drops the others.
+    /// `Ok` always wins.
+    pub fn when<W>(self, retryable: W) -> Hedge<F, P, When<W>>
+    where
+        W: FnMut(&F::Error) -> bool,
+    {
+        self.with_classify(When(retryable))
+    }
+
+    /// Decides what each finished copy means, with full control: see [`Verdict`].
+    ///
+    /// ```
+    /// use hedging::{Hedgeable, Policy, Verdict};
+    /// # futures::executor::block_on(async {
+    /// let policy = Policy::builder().max_copies(2).build();
+    /// let mut answers = vec![Ok::<Option<u32>, ()>(Some(5)), Ok(None)];
+    /// let value = (|| std::future::ready(answers.pop().unwrap()))
+    ///     .hedged(&policy)
+    ///     .classify(|r: &Result<Option<u32>, ()>| match r {
+    ///         Ok(Some(_)) => Verdict::Win,
+    ///         Ok(None) => Verdict::Retry, // an empty answer: ask another copy
+    ///         Err(_) => Verdict::Fatal,
+    ///     })
+    ///     .await;
+    /// assert_eq!(value, Ok(Some(5)));
+    /// # });
+    /// ```
+    pub fn classify<K>(self, classify: K) -> Hedge<F, P, K>
+    where
+        K: FnMut(&Result<F::Ok, F::Error>) -> Verdict,
+    {
+        self.with_classify(classify)
+    }
+
+    fn with_classify<K>(self, classify: K) -> Hedge<F, P, K> {
+        Hedge {
+            factory: self.factory,
+            classify,
+            copies: self.copies,
+            call: self.call,
+        }
+    }
+}
+
+impl<F, P, C> Future for Hedge<F, P, C>
+where
+    F: Factory,
+    P: AsPolicy,
+    C: Classify<F::Ok, F::Error>,
+{
+    type Output = Result<F::Ok, F::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let factory = this.factory;
+        let classify = this.classify;
+        let mut copies = this.copies;
+        let Call { policy, race } = this.call;
+        let shared = policy.as_policy().shared();
+        let timer = &shared.timer;
+
+        let first_poll = match race.phase {
+            Phase::Running => false,
+            Phase::Idle => {
+                race.phase = Phase::Running;
+                race.max_copies = shared.copies_for_call();
+                race.launched = 1;
+                race.in_flight = 1;
+                let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
+                copies.as_mut().project().original.set(Some(factory.make(attempt)));
+                true
+            }
+            Phase::Done => panic!("`Hedge` polled after completion"),
+        };
+
+        // Poll every copy in flight; a win or a fatal error ends the race here.
+        let catch = shared.catch_unwind;
+        let settled = copies
+            .as_mut()
+            .poll_each(cx, catch, |index, finished| race.settle(index, finished, classify));
+        if let Some(end) = settled {
+            return Poll::Ready(race.finish(copies, shared, end));
+        }
+        if first_poll && race.in_flight > 0 && race.max_copies > 1 {
+            // The call's clock starts when the original first says `Pending`.
+            race.start_clock(timer.now());
+        }
+
+        loop {
+            if race.in_flight == 0 {
+                if race.launched == race.max_copies {
+                    let end = race.give_up();
+                    return Poll::Ready(race.finish(copies, shared, end));
+                }
+                // Every copy in flight failed: the next one starts now, not on schedule.
+                let now = timer.now();
+                let start = race.start_clock(now).max(now);
+                if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, start, cx) {
+                    return Poll::Ready(race.finish(copies, shared, end));
+                }
+                continue;
+            }
+            if race.launched == race.max_copies {
+                return race.pending(shared);
+            }
+            let Some(due) = race.next_due(shared) else {
+                return race.pending(shared);
+            };
+            if race.armed_for != Some(due) && due > race.last_start {
+                let now = timer.now();
+                if due > now {
+                    copies.as_mut().arm(timer, due - now);
+                    race.armed_for = Some(due);
+                }
+            }
+            if race.armed_for == Some(due) && copies.as_mut().poll_sleep(cx).is_pending() {
+                return race.pending(shared);
+            }
+            if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, due, cx) {
+                return Poll::Ready(race.finish(copies, shared, end));
+            }
+        }
+    }
+}
+
+impl<F, P, C> FusedFuture for Hedge<F, P, C>
+where
+    F: Factory,
+    P: AsPolicy,
+    C: Classify<F::Ok, F::Error>,
+{
+    fn is_terminated(&self) -> bool {
+        self.call.race.phase == Phase::Done
+    }
+}
+
+impl<F: Factory, P: AsPolicy, C> fmt::Debug for Hedge<F, P, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let race = &self.call.race;
+        f.debug_struct("Hedge")
+            .field("phase", &race.phase)
+            .field("max_copies", &race.max_copies)
+            .field("launched", &race.launched)
+            .field("in_flight", &race.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The copies in flight and the one timer that schedules the next.
+#[pin_project]
+struct Copies<Fut, S> {
+    /// The original lives inline: a call it wins allocates nothing.
+    #[pin]
+    original: Option<Fut>,
+    /// Copy k lives at `hedges[k - 1]`, boxed; the vector is allocated once, at the
+    /// first hedge, with room for every copy the call may start.
+    hedges: Vec<Option<Pin<Box<Fut>>>>,
+    #[pin]
+    sleep: Option<S>,
+}
+
+/// How a copy finished: with its output, or (with `catch_unwind`) with a panic.
+enum Finished<O> {
+    Output(O),
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+}
+
+fn poll_copy<Fut: Future>(
+    copy: Pin<&mut Fut>,
+    cx: &mut Context<'_>,
+    catch: bool,
+) -> Poll<Finished<Fut::Output>> {
+    #[cfg(feature = "std")]
+    if catch {
+        let polled = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| copy.poll(cx)));
+        return match polled {
+            Ok(poll) => poll.map(Finished::Output),
+            Err(panic) => Poll::Ready(Finished::Panicked(panic)),
+        };
+    }
+    let _ = catch;
+    copy.poll(cx).map(Finished::Output)
+}
+
+impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
+    /// Polls every copy in flight in index order, dropping each the moment it finishes
+    /// and handing it to `settle`; stops at the first `Some`.
+    fn poll_each<R>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        catch: bool,
+        mut settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
+    ) -> Option<R> {
+        let mut this = self.project();
+        if let Some(copy) = this.original.as_mut().as_pin_mut() {
+            if let Poll::Ready(finished) = poll_copy(copy, cx, catch) {
+                this.original.set(None);
+                if let Some(end) = settle(0, finished) {
+                    return Some(end);
+                }
+            }
+        }
+        for (slot, index) in this.hedges.iter_mut().zip(1..) {
+            if let Some(end) = poll_slot(slot, index, cx, catch, &mut settle) {
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    /// Adds copy `index` (≥ 1) and polls it once.
+    fn push_and_poll<R>(
+        self: Pin<&mut Self>,
+        copy: Fut,
+        index: usize,
+        max_copies: usize,
+        cx: &mut Context<'_>,
+        catch: bool,
+        settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
+    ) -> Option<R> {
+        let hedges = self.project().hedges;
+        if hedges.capacity() == 0 {
+            hedges.reserve_exact(max_copies - 1);
+        }
+        hedges.push(Some(Box::pin(copy)));
+        let slot = hedges.last_mut().expect("a copy was just pushed");
+        poll_slot(slot, index, cx, catch, settle)
+    }
+
+    /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
+    fn arm<T: Timer<Sleep = S>>(self: Pin<&mut Self>, timer: &T, after: Duration) {
+        let mut sleep = self.project().sleep;
+        match sleep.as_mut().as_pin_mut() {
+            Some(armed) => timer.reset(armed, after),
+            None => sleep.set(Some(timer.sleep(after))),
+        }
+    }
+
+    fn poll_sleep(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.project().sleep.as_pin_mut() {
+            Some(sleep) => sleep.poll(cx),
+            None => Poll::Ready(()),
+        }
+    }
+
+    /// Drops every copy and the timer.
+    fn clear(self: Pin<&mut Self>) {
+        let mut this = self.project();
+        this.original.set(None);
+        this.hedges.clear();
+        this.sleep.set(None);
+    }
+}
+
+fn poll_slot<Fut: Future, R>(
+    slot: &mut Option<Pin<Box<Fut>>>,
+    index: usize,
+    cx: &mut Context<'_>,
+    catch: bool,
+    mut settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
+) -> Option<R> {
+    let copy = slot.as_mut()?;
+    let Poll::Ready(finished) = poll_copy(copy.as_mut(), cx, catch) else {
+        return None;
+    };
+    *slot = None;
+    settle(index, finished)
+}
+
+/// The policy a call runs under and the race's bookkeeping; counts the call as
+/// cancelled if it is dropped mid-race.
+struct Call<P: AsPolicy, T, E> {
+    policy: P,
+    race: Race<T, E>,
+}
+
+impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
+    fn drop(&mut self) {
+        if self.race.phase == Phase::Running {
+            let counters = &self.policy.as_policy().shared().counters;
+            if self.race.call_counted {
+                counters.add(&[Counter::Cancelled]);
+            } else {
+                counters.add(&[Counter::Calls, Counter::Cancelled]);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Running,
+    Done,
+}
+
+/// When the next copy is due, once known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Due {
+    Unknown,
+    At(Duration),
+    Never,
+}
+
+/// How a race ends.
+enum End<T, E> {
+    Won { index: usize, result: Result<T, E> },
+    Failed(Result<T, E>),
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+}
+
+/// A finished copy kept in case no copy wins.
+struct Kept<T, E> {
+    index: usize,
+    result: Result<T, E>,
+    failed: bool,
+}
+
+struct Race<T, E> {
+    phase: Phase,
+    /// Copies this call may start: the policy's cap, or 1 after a missed probability roll.
+    max_copies: usize,
+    launched: usize,
+    in_flight: usize,
+    call_counted: bool,
+    /// When the original first said `Pending`; `None` until the call needs the time.
+    first_start: Option<Duration>,
+    /// When the newest copy started (its due time, when the clock started it).
+    last_start: Duration,
+    next_due: Due,
+    /// The deadline the timer is armed for.
+    armed_for: Option<Duration>,
+    /// The lowest-index failure, or failing that the lowest-index withdrawn result.
+    kept: Option<Kept<T, E>>,
+    #[cfg(feature = "std")]
+    panic: Option<(usize, Panic)>,
+}
+
+impl<T, E> Race<T, E> {
+    const fn new() -> Self {
+        Race {
+            phase: Phase::Idle,
+            max_copies: 0,
+            launched: 0,
+            in_flight: 0,
+            call_counted: false,
+            first_start: None,
+            last_start: Duration::ZERO,
+            next_due: Due::Unknown,
+            armed_for: None,
+            kept: None,
+            #[cfg(feature = "std")]
+            panic: None,
+        }
+    }
+
+    /// Starts the call's clock at `now` unless it runs already; returns its start.
+    fn start_clock(&mut self, now: Duration) -> Duration {
+        *self.first_start.get_or_insert_with(|| {
+            self.last_start = now;
+            now
+        })
+    }
+
+    /// When copy `launched` is due, computed once per copy.
+    fn next_due<Tm: Timer>(&mut self, shared: &Shared<Tm>) -> Option<Duration> {
+        if self.next_due == Due::Unknown {
+            let first_start = self.start_clock(shared.timer.now());
+            self.next_due = match shared.schedule.due(self.launched, self.last_start, first_start) {
+                Some(due) => Due::At(due),
+                None => Due::Never,
+            };
+        }
+        match self.next_due {
+            Due::At(due) => Some(due),
+            Due::Unknown | Due::Never => None,
+        }
+    }
+
+    /// Starts copy `launched` at `start` and polls it once.
+    fn launch<F, C, S, Tm>(
+        &mut self,
+        copies: Pin<&mut Copies<F::Future, S>>,
+        factory: &mut F,
+        classify: &mut C,
+        shared: &Shared<Tm>,
+        start: Duration,
+        cx: &mut Context<'_>,
+    ) -> Option<End<T, E>>
+    where
+        F: Factory<Ok = T, Error = E>,
+        C: Classify<T, E>,
+        S: Future<Output = ()>,
+    {
+        let index = self.launched;
+        let first_start = self.first_start.unwrap_or(start);
+        let attempt = Attempt::new(index, self.max_copies, start.saturating_sub(first_start));
+        if let Some(on_hedge) = &shared.on_hedge {
+            on_hedge(&attempt);
+        }
+        let copy = factory.make(attempt);
+        self.launched += 1;
+        self.in_flight += 1;
+        self.last_start = start;
+        self.next_due = Due::Unknown;
+        // The timer's deadline is spent; the next one re-arms it.
+        self.armed_for = None;
+        shared.counters.add(&[Counter::Hedges]);
+        let catch = shared.catch_unwind;
+        copies.push_and_poll(copy, index, self.max_copies, cx, catch, |index, finished| {
+            self.settle(index, finished, classify)
+        })
+    }
+
+    /// Books copy `index` as finished; `Some` when its verdict ends the race.
+    fn settle<C: Classify<T, E>>(
+        &mut self,
+        index: usize,
+        finished: Finished<Result<T, E>>,
+        classify: &mut C,
+    ) -> Option<End<T, E>> {
+        self.in_flight -= 1;
+        let result = match finished {
+            Finished::Output(result) => result,
+            #[cfg(feature = "std")]
+            Finished::Panicked(panic) => {
+                if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
+                    self.panic = Some((index, panic));
+                }
+                return None;
+            }
+        };
+        match classify.verdict(&result) {
+            Verdict::Win => Some(End::Won { index, result }),
+            Verdict::Fatal => Some(End::Failed(result)),
+            Verdict::Retry => {
+                self.keep(index, result, true);
+                None
+            }
+            Verdict::Withdraw => {
+                self.keep(index, result, false);
+                None
+            }
+        }
+    }
+
+    /// Keeps a finished copy if it beats the one kept: a failure beats a withdrawal, and
+    /// then the lower index wins.
+    fn keep(&mut self, index: usize, result: Result<T, E>, failed: bool) {
+        let better = match &self.kept {
+            None => true,
+            Some(kept) => (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index)),
+        };
+        if better {
+            self.kept = Some(Kept {
+                index,
+                result,
+                failed,
+            });
+        }
+    }
+
+    /// How the race ends when every copy finished and none won.
+    fn give_up(&mut self) -> End<T, E> {
+        match self.kept.take() {
+            Some(kept) if kept.failed => End::Failed(kept.result),
+            withdrawn => {
+                #[cfg(feature = "std")]
+                if let Some((_, panic)) = self.panic.take() {
+                    return End::Panicked(panic);
+                }
+                let kept = withdrawn.expect("a finished race keeps the result of a copy");
+                End::Failed(kept.result)
+            }
+        }
+    }
+
+    /// Drops every copy and the timer, records the call, and yields its output.
+    fn finish<Fut: Future, S: Future<Output = ()>, Tm>(
+        &mut self,
+        copies: Pin<&mut Copies<Fut, S>>,
+        shared: &Shared<Tm>,
+        end: End<T, E>,
+    ) -> Result<T, E> {
+        copies.clear();
+        self.phase = Phase::Done;
+        let calls = (!self.call_counted).then_some(Counter::Calls);
+        let (outcome, result) = match end {
+            End::Won { index, result } => {
+                let hedge_win = (index > 0).then_some(Counter::HedgeWins);
+                record(shared, [calls, Some(Counter::Wins), hedge_win]);
+                return result;
+            }
+            End::Failed(result) => (Counter::Failures, result),
+            #[cfg(feature = "std")]
+            End::Panicked(panic) => {
+                record(shared, [calls, Some(Counter::Failures), None]);
+                std::panic::resume_unwind(panic);
+            }
+        };
+        record(shared, [calls, Some(outcome), None]);
+        result
+    }
+
+    /// Returns `Pending`, counting the call the first time.
+    fn pending<O, Tm>(&mut self, shared: &Shared<Tm>) -> Poll<O> {
+        if !self.call_counted {
+            self.call_counted = true;
+            shared.counters.add(&[Counter::Calls]);
+        }
+        Poll::Pending
+    }
+}
+
+#[inline]
+fn record<Tm>(shared: &Shared<Tm>, counters: [Option<Counter>; 3]) {
+    match counters {
+        [Some(a), Some(b), Some(c)] => shared.counters.add(&[a, b, c]),
+        [Some(a), Some(b), None] | [Some(a), None, Some(b)] | [None, Some(a), Some(b)] => {
+            shared.counters.add(&[a, b])
+        }
+        [Some(a), None, None] | [None, Some(a), None] | [None, None, Some(a)] => {
+            shared.counters.add(&[a])
+        }
+        [None, None, None] => {}
+    }
+}

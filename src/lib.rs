@@ -1,0 +1,93 @@
+//! Request hedging as one future: start a request, start a copy if it has not answered
+//! within a delay, keep the first success, drop the rest.
+//!
+//! A backend with a 1 ms median and a 200 ms p99 drags every caller's p99 to 200 ms.
+//! Hedging makes the caller's latency track the fastest of a few copies, for a few
+//! percent of extra requests. [`Hedge`] is a single hand-written future: it polls a
+//! fixed set of copies and at most one timer inside its own `poll`, spawns nothing,
+//! assumes no runtime, and allocates nothing and arms no timer when the original answers
+//! in time.
+//!
+//! ```
+//! use std::time::Duration;
+//! use hedging::{Attempt, Hedgeable, Policy};
+//!
+//! # #[derive(Debug)] struct DbError { transient: bool }
+//! # async fn get(replica: usize, key: &str) -> Result<String, DbError> { Ok(format!("{key}@{replica}")) }
+//! # futures::executor::block_on(async {
+//! // Built once, shared by every call site.
+//! let policy = Policy::builder()
+//!     .max_copies(3)                    // the original and up to two hedges
+//!     .delay(Duration::from_millis(20)) // each 20 ms after the one before
+//!     .build();
+//!
+//! // The output type is the request's own.
+//! let row: Result<String, DbError> = (|| get(0, "key")).hedged(&policy).await;
+//!
+//! // The factory may take the attempt, to send each copy to another replica.
+//! let row = (|a: Attempt| get(a.index() % 3, "key"))
+//!     .hedged(&policy)
+//!     .when(|e: &DbError| e.transient) // other errors end the race at once
+//!     .await;
+//! assert_eq!(row.unwrap(), "key@0");
+//! assert_eq!(policy.stats().calls, 2);
+//! # });
+//! ```
+//!
+//! # Contracts
+//!
+//! | Contract | Guarantee |
+//! |---|---|
+//! | First win returns | The first copy whose verdict is [`Verdict::Win`] is returned; every other copy is dropped before `poll` returns. |
+//! | Output type | The output is the copies' own `Result<T, E>`; there is no wrapper error. |
+//! | All failed | When every copy failed and none is left to start, the lowest-index failure is returned. |
+//! | Failure accelerates | When no copy is in flight and copies remain, the next one starts at once, not at its scheduled time. |
+//! | Schedule | Copy k is due `delay` after copy k-1 started. Once a due time would pass `max_delay` after the original, the rest are spread `max(delay / 4, 1 ms)` apart. |
+//! | Modes | [`parallel`](PolicyBuilder::parallel): every copy at once. [`fallback`](PolicyBuilder::fallback): the next copy only after a failure. [`delay_fn`](PolicyBuilder::delay_fn): a delay per copy, `None` stops timed copies. |
+//! | Parallelism cap | At most `max_copies` copies start per call; `max_copies(0)` is clamped to 1 (hedging off). |
+//! | Fast path | With one copy allowed, or an original ready on its first poll, no timer is made and nothing is allocated. |
+//! | Lazy timer | The timer is made only when a copy is pending and another is due; one timer per call is re-armed for later deadlines. |
+//! | No spawn | Copies are polled inside [`Hedge`]'s `poll` with the caller's waker; nothing runs after it is dropped. |
+//! | Cancellation | Dropping a [`Hedge`] drops every copy and the timer. |
+//! | No lost wake-ups | A [`Hedge`] polled only when woken runs to completion. |
+//! | Hedge probability | [`hedge_probability(p)`](PolicyBuilder::hedge_probability) is rolled once per call; a miss runs the original alone. |
+//! | Hooks | [`on_hedge`](PolicyBuilder::on_hedge) runs synchronously just before each copy beyond the first starts. |
+//! | Stats | `hedges` counts copies started beyond the first; `hedge_wins` calls won by another copy than the first; once no call is in flight, `calls = wins + failures + cancelled`. |
+//! | Panics | A panicking copy unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy. |
+//! | Poll after completion | Panics with a clear message; [`Hedge`] implements `FusedFuture`. |
+//!
+//! # Features
+//!
+//! - `std` (default): `catch_unwind`, per-thread stats counters,
+//!   [`timer::ManualTimer`]. Without it the crate is `#![no_std]` and needs `alloc`.
+//! - `futures-timer` (default): [`timer::FuturesTimer`], the default timer.
+//! - `async-io`: [`timer::AsyncIoTimer`], driven by the reactor smol and async-std run.
+//!
+//! With no timer feature, give the policy a timer with [`PolicyBuilder::timer`]; building
+//! one without fails to compile with a message naming the fix.
+//!
+//! # When not to hedge
+//!
+//! Hedge only requests that are safe to send twice (reads, idempotent writes), and keep
+//! the delay above the backend's median latency (near its 95th percentile): below it,
+//! most calls send two requests and the extra load can slow the backend for everyone.
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs, unsafe_code)]
+#![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod attempt;
+mod ext;
+mod hedge;
+mod policy;
+mod schedule;
+pub mod timer;
+
+pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
+pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
+pub use crate::hedge::Hedge;
+pub use crate::policy::{AsPolicy, Policy, PolicyBuilder, Stats};

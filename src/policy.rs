@@ -1,0 +1,556 @@
+//! [`Policy`], its builder, and the [`Stats`] every call through it records.
+
+#[cfg(feature = "std")]
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::time::Duration;
+
+use crate::attempt::Attempt;
+use crate::schedule::{Delays, Schedule};
+use crate::timer::{DefaultTimer, Timer};
+
+/// The hook [`PolicyBuilder::on_hedge`] installs.
+pub(crate) type HedgeHook = Arc<dyn Fn(&Attempt) + Send + Sync>;
+
+/// How to hedge: how many copies, when each starts, and the clock that times them.
+///
+/// Built once with [`Policy::builder`] and shared by every call site: cloning is a
+/// reference-count bump, and every clone records into the same [`Stats`].
+/// [`Hedgeable::hedged`](crate::Hedgeable::hedged) takes `&Policy` (no reference-count
+/// traffic) or an owned `Policy` (for a `'static` future).
+///
+/// ```
+/// use std::time::Duration;
+/// use hedging::Policy;
+///
+/// let policy = Policy::builder()
+///     .max_copies(3)                    // the original and up to two hedges
+///     .delay(Duration::from_millis(20)) // each 20 ms after the one before
+///     .build();
+/// assert_eq!(policy.max_copies(), 3);
+/// ```
+pub struct Policy<T = DefaultTimer> {
+    shared: Arc<Shared<T>>,
+}
+
+pub(crate) struct Shared<T> {
+    pub(crate) max_copies: usize,
+    pub(crate) schedule: Schedule,
+    pub(crate) hedge_probability: f64,
+    pub(crate) on_hedge: Option<HedgeHook>,
+    pub(crate) catch_unwind: bool,
+    pub(crate) timer: T,
+    pub(crate) counters: Counters,
+    #[cfg(not(feature = "std"))]
+    pub(crate) rng_seed: AtomicU64,
+}
+
+impl Policy {
+    /// A builder with the defaults listed on [`PolicyBuilder`] and the default timer.
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::new()
+    }
+}
+
+impl<T> Policy<T> {
+    /// The most copies a call may start, the original included.
+    pub fn max_copies(&self) -> usize {
+        self.shared.max_copies
+    }
+
+    /// The timer the policy schedules copies with.
+    pub fn timer(&self) -> &T {
+        &self.shared.timer
+    }
+
+    /// A snapshot of the counters of every call made through this policy or its clones
+    /// since it was built or last [reset](Policy::reset_stats).
+    ///
+    /// Counters are summed from per-thread cells without stopping the callers, so a
+    /// snapshot taken while calls are in flight may see a call started but not finished.
+    pub fn stats(&self) -> Stats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Starts the counters again from zero. Calls in flight finish into the new count.
+    pub fn reset_stats(&self) {
+        self.shared.counters.reset();
+    }
+
+    pub(crate) fn shared(&self) -> &Shared<T> {
+        &self.shared
+    }
+}
+
+impl<T: Timer + Default> Default for Policy<T> {
+    /// The policy [`PolicyBuilder`]'s defaults describe, with `T::default()` as its timer.
+    fn default() -> Self {
+        PolicyBuilder::new().timer(T::default()).build()
+    }
+}
+
+impl<T> Clone for Policy<T> {
+    fn clone(&self) -> Self {
+        Policy {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Policy<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = &*self.shared;
+        f.debug_struct("Policy")
+            .field("max_copies", &shared.max_copies)
+            .field("delays", &shared.schedule.delays)
+            .field("max_delay", &shared.schedule.max_delay)
+            .field("hedge_probability", &shared.hedge_probability)
+            .field("on_hedge", &shared.on_hedge.is_some())
+            .field("catch_unwind", &shared.catch_unwind)
+            .field("timer", &shared.timer)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// A policy, borrowed or owned: what [`Hedgeable::hedged`](crate::Hedgeable::hedged)
+/// accepts.
+///
+/// Implemented for [`Policy`] and `&Policy`.
+pub trait AsPolicy {
+    /// The policy's timer.
+    type Timer: Timer;
+
+    /// The policy itself.
+    fn as_policy(&self) -> &Policy<Self::Timer>;
+}
+
+impl<T: Timer> AsPolicy for Policy<T> {
+    type Timer = T;
+
+    #[inline]
+    fn as_policy(&self) -> &Policy<T> {
+        self
+    }
+}
+
+impl<T: Timer> AsPolicy for &Policy<T> {
+    type Timer = T;
+
+    #[inline]
+    fn as_policy(&self) -> &Policy<T> {
+        self
+    }
+}
+
+/// Builds a [`Policy`]. Every input is accepted; out-of-range values are clamped as each
+/// method says.
+///
+/// # Default
+///
+/// | setting | default |
+/// |---|---|
+/// | [`max_copies`](Self::max_copies) | 2 (the original and one hedge) |
+/// | [`delay`](Self::delay) | 10 ms |
+/// | [`max_delay`](Self::max_delay) | none |
+/// | [`hedge_probability`](Self::hedge_probability) | 1.0 (every call may hedge) |
+/// | [`on_hedge`](Self::on_hedge) | none |
+/// | `catch_unwind` | off |
+/// | [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |
+///
+/// The mode methods ([`delay`](Self::delay), [`parallel`](Self::parallel),
+/// [`fallback`](Self::fallback), [`delay_fn`](Self::delay_fn)) replace each other: the
+/// last one called decides.
+pub struct PolicyBuilder<T = DefaultTimer> {
+    max_copies: usize,
+    delays: Delays,
+    max_delay: Option<Duration>,
+    hedge_probability: f64,
+    on_hedge: Option<HedgeHook>,
+    catch_unwind: bool,
+    timer: T,
+}
+
+impl PolicyBuilder {
+    /// The defaults listed above, with the default timer.
+    pub fn new() -> Self {
+        PolicyBuilder {
+            max_copies: 2,
+            delays: Delays::Fixed(Duration::from_millis(10)),
+            max_delay: None,
+            hedge_probability: 1.0,
+            on_hedge: None,
+            catch_unwind: false,
+            timer: DefaultTimer::default(),
+        }
+    }
+}
+
+impl Default for PolicyBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> PolicyBuilder<T> {
+    /// The most copies a call may start, the original included. `0` is clamped to `1`,
+    /// which turns hedging off.
+    pub fn max_copies(mut self, max_copies: usize) -> Self {
+        self.max_copies = max_copies.max(1);
+        self
+    }
+
+    /// Starts copy k (k ≥ 1) `delay` after copy k-1 started. A zero delay is the same as
+    /// [`parallel`](Self::parallel).
+    ///
+    /// Choose a delay near the backend's 95th-percentile latency: below its median,
+    /// hedging mostly doubles the load.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delays = Delays::Fixed(delay);
+        self
+    }
+
+    /// The latest a copy may be due, counted from the original's start. Once the schedule
+    /// would pass it, the remaining copies start `max(delay / 4, 1 ms)` apart. A
+    /// `max_delay` below a fixed [`delay`](Self::delay) is raised to that delay.
+    pub fn max_delay(mut self, max_delay: Duration) -> Self {
+        self.max_delay = Some(max_delay);
+        self
+    }
+
+    /// Starts every copy at once (no timer is ever armed).
+    pub fn parallel(mut self) -> Self {
+        self.delays = Delays::Fixed(Duration::ZERO);
+        self
+    }
+
+    /// Sequential failover: the next copy starts only when every copy in flight has
+    /// failed. No timer is ever armed.
+    pub fn fallback(mut self) -> Self {
+        self.delays = Delays::Fallback;
+        self
+    }
+
+    /// The delay before copy k, counted from the start of copy k-1; `None` stops the
+    /// timed copies (a failure still starts the next copy at once).
+    ///
+    /// The function runs once per copy, only when that copy may be needed; it must not
+    /// block.
+    pub fn delay_fn<F>(mut self, delay_for: F) -> Self
+    where
+        F: Fn(usize) -> Option<Duration> + Send + Sync + 'static,
+    {
+        self.delays = Delays::PerCopy(Arc::new(delay_for));
+        self
+    }
+
+    /// The chance that a call may hedge at all, rolled once per call; a miss runs the
+    /// original copy alone. Clamped to `0.0..=1.0`; NaN counts as `1.0`, the default.
+    pub fn hedge_probability(mut self, probability: f64) -> Self {
+        self.hedge_probability = if probability.is_nan() {
+            1.0
+        } else {
+            probability.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// Runs `hook` synchronously just before each copy beyond the first starts (logging,
+    /// metrics). It must not block.
+    pub fn on_hedge<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&Attempt) + Send + Sync + 'static,
+    {
+        self.on_hedge = Some(Arc::new(hook));
+        self
+    }
+
+    /// Whether a panicking copy counts as a failed copy instead of unwinding through the
+    /// caller. Off by default (Rust convention: a panic propagates).
+    ///
+    /// With it on, a panic is caught where the copy is polled and the race goes on. If
+    /// the race ends with no win and no error to return, the lowest-index panic resumes.
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+    pub fn catch_unwind(mut self, catch_unwind: bool) -> Self {
+        self.catch_unwind = catch_unwind;
+        self
+    }
+
+    /// The clock that times the copies, such as
+    /// [`ManualTimer`](crate::timer::ManualTimer) in tests.
+    pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
+        PolicyBuilder {
+            max_copies: self.max_copies,
+            delays: self.delays,
+            max_delay: self.max_delay,
+            hedge_probability: self.hedge_probability,
+            on_hedge: self.on_hedge,
+            catch_unwind: self.catch_unwind,
+            timer,
+        }
+    }
+
+    /// The policy.
+    pub fn build(self) -> Policy<T>
+    where
+        T: Timer,
+    {
+        let max_delay = match (&self.delays, self.max_delay) {
+            (Delays::Fixed(delay), Some(max_delay)) => Some(max_delay.max(*delay)),
+            (_, max_delay) => max_delay,
+        };
+        Policy {
+            shared: Arc::new(Shared {
+                max_copies: self.max_copies,
+                schedule: Schedule {
+                    delays: self.delays,
+                    max_delay,
+                },
+                hedge_probability: self.hedge_probability,
+                on_hedge: self.on_hedge,
+                catch_unwind: self.catch_unwind,
+                timer: self.timer,
+                counters: Counters::new(),
+                #[cfg(not(feature = "std"))]
+                rng_seed: AtomicU64::new(0x853c_49e6_748f_ea9b),
+            }),
+        }
+    }
+}
+
+impl<T: Clone> Clone for PolicyBuilder<T> {
+    fn clone(&self) -> Self {
+        PolicyBuilder {
+            max_copies: self.max_copies,
+            delays: self.delays.clone(),
+            max_delay: self.max_delay,
+            hedge_probability: self.hedge_probability,
+            on_hedge: self.on_hedge.clone(),
+            catch_unwind: self.catch_unwind,
+            timer: self.timer.clone(),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyBuilder")
+            .field("max_copies", &self.max_copies)
+            .field("delays", &self.delays)
+            .field("max_delay", &self.max_delay)
+            .field("hedge_probability", &self.hedge_probability)
+            .field("on_hedge", &self.on_hedge.is_some())
+            .field("catch_unwind", &self.catch_unwind)
+            .field("timer", &self.timer)
+            .finish()
+    }
+}
+
+impl<T> Shared<T> {
+    /// How many copies this call may start: the policy's cap, or 1 when the hedge
+    /// probability roll misses.
+    #[inline]
+    pub(crate) fn copies_for_call(&self) -> usize {
+        if self.max_copies > 1 && self.hedge_probability < 1.0 && !self.roll() {
+            1
+        } else {
+            self.max_copies
+        }
+    }
+
+    fn roll(&self) -> bool {
+        #[cfg(feature = "std")]
+        let draw = fastrand::f64();
+        #[cfg(not(feature = "std"))]
+        let draw = fastrand::Rng::with_seed(self.rng_seed.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)).f64();
+        draw < self.hedge_probability
+    }
+}
+
+/// A snapshot of a policy's counters; see [`Policy::stats`].
+///
+/// Once no call is in flight, `calls == wins + failures + cancelled`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Stats {
+    /// Calls polled at least once.
+    pub calls: u64,
+    /// Calls that returned a result whose verdict was [`Win`](crate::Verdict::Win).
+    pub wins: u64,
+    /// Calls that returned a failure: a [`Fatal`](crate::Verdict::Fatal) verdict, or every
+    /// copy failed or withdrew.
+    pub failures: u64,
+    /// Calls dropped before they finished.
+    pub cancelled: u64,
+    /// Copies started beyond the first, whether by the clock or after a failure.
+    pub hedges: u64,
+    /// Calls won by a copy other than the first.
+    pub hedge_wins: u64,
+}
+
+/// One counter of [`Stats`], as an index into a [`Shard`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Counter {
+    Calls = 0,
+    Wins,
+    Failures,
+    Cancelled,
+    Hedges,
+    HedgeWins,
+}
+
+const COUNTERS: usize = 6;
+
+/// One set of counters, alone on its cache line so threads do not share lines.
+#[repr(align(128))]
+#[derive(Default)]
+pub(crate) struct Shard([AtomicU64; COUNTERS]);
+
+impl Shard {
+    fn load(&self) -> [u64; COUNTERS] {
+        core::array::from_fn(|counter| self.0[counter].load(Relaxed))
+    }
+}
+
+/// The counters behind [`Stats`]: one shard per thread, summed when read.
+///
+/// A thread that owns a shard is its only writer, so it adds with a plain load and store
+/// instead of a read-modify-write, and threads never contend for a cache line. Threads
+/// beyond the shard count, and every thread without `std`, add atomically to a shared
+/// overflow shard.
+pub(crate) struct Counters {
+    #[cfg(feature = "std")]
+    shards: Box<[Shard]>,
+    overflow: Shard,
+    /// What [`Policy::reset_stats`] subtracts: writers never see a reset.
+    baseline: Shard,
+}
+
+impl Counters {
+    fn new() -> Self {
+        Counters {
+            #[cfg(feature = "std")]
+            shards: (0..thread_slot::SHARDS).map(|_| Shard::default()).collect(),
+            overflow: Shard::default(),
+            baseline: Shard::default(),
+        }
+    }
+
+    /// Adds one to each of `counters`.
+    #[inline]
+    pub(crate) fn add(&self, counters: &[Counter]) {
+        #[cfg(feature = "std")]
+        if let Some(slot) = thread_slot::current() {
+            let shard = &self.shards[slot];
+            for &counter in counters {
+                let cell = &shard.0[counter as usize];
+                cell.store(cell.load(Relaxed).wrapping_add(1), Relaxed);
+            }
+            return;
+        }
+        for &counter in counters {
+            self.overflow.0[counter as usize].fetch_add(1, Relaxed);
+        }
+    }
+
+    fn totals(&self) -> [u64; COUNTERS] {
+        let totals = self.overflow.load();
+        #[cfg(feature = "std")]
+        let totals = self.shards.iter().fold(totals, |mut totals, shard| {
+            for (total, value) in totals.iter_mut().zip(shard.load()) {
+                *total = total.wrapping_add(value);
+            }
+            totals
+        });
+        totals
+    }
+
+    fn snapshot(&self) -> Stats {
+        let totals = self.totals();
+        let baseline = self.baseline.load();
+        let value = |counter: Counter| {
+            let index = counter as usize;
+            totals[index].saturating_sub(baseline[index])
+        };
+        Stats {
+            calls: value(Counter::Calls),
+            wins: value(Counter::Wins),
+            failures: value(Counter::Failures),
+            cancelled: value(Counter::Cancelled),
+            hedges: value(Counter::Hedges),
+            hedge_wins: value(Counter::HedgeWins),
+        }
+    }
+
+    fn reset(&self) {
+        for (cell, total) in self.baseline.0.iter().zip(self.totals()) {
+            cell.store(total, Relaxed);
+        }
+    }
+}
+
+/// Gives each thread a shard index of its own while it lives.
+#[cfg(feature = "std")]
+mod thread_slot {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::Mutex;
+    use std::vec::Vec;
+
+    /// Shards per policy: threads beyond this many at once share the overflow shard.
+    pub(super) const SHARDS: usize = 32;
+
+    const UNASSIGNED: usize = usize::MAX;
+    const OVERFLOW: usize = usize::MAX - 1;
+
+    /// Indices released by threads that exited, reused before new ones.
+    static FREE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+    struct Slot(Cell<usize>);
+
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            let index = self.0.get();
+            if index < SHARDS {
+                // The mutex orders this thread's last stores before the next owner's loads.
+                FREE.lock().unwrap_or_else(|e| e.into_inner()).push(index);
+            }
+        }
+    }
+
+    std::thread_local! {
+        static SLOT: Slot = const { Slot(Cell::new(UNASSIGNED)) };
+    }
+
+    /// This thread's shard, or `None` to use the overflow shard.
+    #[inline]
+    pub(super) fn current() -> Option<usize> {
+        SLOT.try_with(|slot| match slot.0.get() {
+            UNASSIGNED => {
+                let index = claim();
+                slot.0.set(index);
+                index
+            }
+            index => index,
+        })
+        .ok()
+        .filter(|&index| index < SHARDS)
+    }
+
+    #[cold]
+    fn claim() -> usize {
+        let reused = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        reused.unwrap_or_else(|| {
+            let index = NEXT.fetch_add(1, Relaxed);
+            if index < SHARDS {
+                index
+            } else {
+                NEXT.store(SHARDS, Relaxed);
+                OVERFLOW
+            }
+        })
+    }
+}

@@ -1,0 +1,50 @@
+//! [`AsyncIoTimer`]: sleeps driven by the async-io reactor.
+
+use core::pin::Pin;
+use core::time::Duration;
+use std::future::Future;
+use std::task::{Context, Poll};
+
+use super::Timer;
+
+/// A timer driven by the [`async_io`] reactor, the one smol and async-std run.
+///
+/// Sleeps are [`async_io::Timer`]s: no helper thread, and re-arming moves the existing
+/// registration instead of making a new one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AsyncIoTimer;
+
+impl AsyncIoTimer {
+    /// The timer. It holds no state; sleeps register with the process-wide reactor.
+    pub const fn new() -> Self {
+        AsyncIoTimer
+    }
+}
+
+/// The sleep of [`AsyncIoTimer`]: an [`async_io::Timer`] that completes once.
+#[derive(Debug)]
+pub struct AsyncIoSleep(async_io::Timer);
+
+impl Future for AsyncIoSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx).map(drop)
+    }
+}
+
+impl Timer for AsyncIoTimer {
+    type Sleep = AsyncIoSleep;
+
+    fn now(&self) -> Duration {
+        super::since_origin()
+    }
+
+    fn sleep(&self, after: Duration) -> Self::Sleep {
+        AsyncIoSleep(async_io::Timer::after(after))
+    }
+
+    fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
+        sleep.get_mut().0.set_after(after);
+    }
+}

@@ -1,0 +1,92 @@
+//! The clock and sleep a [`Hedge`](crate::Hedge) schedules its copies with.
+//!
+//! A [`Timer`] tells the time and makes sleeps. The crate ships:
+//!
+//! - [`FuturesTimer`] (feature `futures-timer`, default): a helper thread drives the
+//!   sleeps; works under any executor.
+//! - [`AsyncIoTimer`] (feature `async-io`): the async-io reactor drives the sleeps; the
+//!   natural choice on smol and async-std.
+//! - [`ManualTimer`] (feature `std`): virtual time that moves only when told to, for
+//!   deterministic tests of hedged code.
+//!
+//! Any other clock (a runtime's own, an embedded HAL's) plugs in by implementing
+//! [`Timer`]; see `examples/custom_timer.rs`.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::time::Duration;
+
+#[cfg(feature = "async-io")]
+mod async_io;
+#[cfg(feature = "futures-timer")]
+mod futures_timer;
+#[cfg(feature = "std")]
+mod manual;
+
+#[cfg(feature = "async-io")]
+pub use self::async_io::{AsyncIoSleep, AsyncIoTimer};
+#[cfg(feature = "futures-timer")]
+pub use self::futures_timer::FuturesTimer;
+#[cfg(feature = "std")]
+pub use self::manual::{ManualSleep, ManualTimer};
+
+/// A monotonic clock that can make sleeps.
+///
+/// `Hedge` calls [`now`](Timer::now) to learn when the original copy started and
+/// [`sleep`](Timer::sleep) once per call, only when a hedge is due while the original is
+/// still pending; later deadlines re-arm that one sleep through [`reset`](Timer::reset).
+///
+/// Implementations must be cheap to clone (the policy holds one) and must not block.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a hedging timer",
+    label = "no `Timer` implementation",
+    note = "enable the `futures-timer` feature (on by default) or `async-io`, or give the policy a timer with `PolicyBuilder::timer`"
+)]
+pub trait Timer: Clone {
+    /// The future [`sleep`](Timer::sleep) returns; it completes once its duration has passed.
+    type Sleep: Future<Output = ()>;
+
+    /// The time elapsed since an arbitrary, fixed origin. Must never go backwards.
+    fn now(&self) -> Duration;
+
+    /// A future that completes `after` from now.
+    fn sleep(&self, after: Duration) -> Self::Sleep;
+
+    /// Re-arms `sleep` to complete `after` from now.
+    ///
+    /// The default replaces it with a fresh [`sleep`](Timer::sleep); backends that can
+    /// move a registered deadline should override it to avoid a new registration.
+    fn reset(&self, mut sleep: Pin<&mut Self::Sleep>, after: Duration) {
+        sleep.set(self.sleep(after));
+    }
+}
+
+/// The timer a [`Policy`](crate::Policy) uses when none is given: [`FuturesTimer`].
+#[cfg(feature = "futures-timer")]
+pub type DefaultTimer = FuturesTimer;
+
+/// The timer a [`Policy`](crate::Policy) uses when none is given.
+///
+/// The `futures-timer` feature is off, so there is no default: this placeholder does not
+/// implement [`Timer`], and building a policy without
+/// [`PolicyBuilder::timer`](crate::PolicyBuilder::timer) fails to compile with a message
+/// naming the fix.
+#[cfg(not(feature = "futures-timer"))]
+pub type DefaultTimer = EnableFuturesTimerFeatureOrCallPolicyBuilderTimer;
+
+/// Stands in for the default timer while the `futures-timer` feature is off.
+///
+/// It does not implement [`Timer`]: enable `futures-timer` (or `async-io`), or pass a
+/// timer to [`PolicyBuilder::timer`](crate::PolicyBuilder::timer).
+#[cfg(not(feature = "futures-timer"))]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EnableFuturesTimerFeatureOrCallPolicyBuilderTimer;
+
+/// A process-wide origin for timers built on `std::time::Instant`.
+#[cfg(any(feature = "futures-timer", feature = "async-io"))]
+pub(crate) fn since_origin() -> Duration {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed()
+}

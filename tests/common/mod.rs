@@ -1,0 +1,258 @@
+//! Test doubles shared by the integration tests: a scripted backend on `ManualTimer`
+//! that logs when each copy starts and counts drops, and a driver that polls a future
+//! only after its waker fired.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use hedging::timer::{ManualTimer, Timer};
+use hedging::Attempt;
+
+pub const MS: Duration = Duration::from_millis(1);
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// What one copy does: wait `after`, then end as `end` says.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    pub after: Duration,
+    pub end: End,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    Ok(u32),
+    Err(u32),
+    Panic,
+    Never,
+}
+
+impl Step {
+    pub fn ok(after_ms: u64, value: u32) -> Step {
+        Step { after: ms(after_ms), end: End::Ok(value) }
+    }
+    pub fn err(after_ms: u64, error: u32) -> Step {
+        Step { after: ms(after_ms), end: End::Err(error) }
+    }
+    pub fn panic(after_ms: u64) -> Step {
+        Step { after: ms(after_ms), end: End::Panic }
+    }
+    pub fn never() -> Step {
+        Step { after: Duration::ZERO, end: End::Never }
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct Log {
+    /// (copy index, virtual time it started)
+    pub starts: Vec<(usize, Duration)>,
+    pub dropped: usize,
+    pub finished: usize,
+    pub polls: usize,
+}
+
+/// A backend whose copy k follows `steps[k]` on a shared `ManualTimer`.
+#[derive(Clone)]
+pub struct Backend {
+    pub timer: ManualTimer,
+    steps: Arc<Vec<Step>>,
+    log: Arc<Mutex<Log>>,
+}
+
+pub type CopyFuture = Pin<Box<dyn Future<Output = Result<u32, u32>> + Send>>;
+
+impl Backend {
+    pub fn new(timer: &ManualTimer, steps: impl IntoIterator<Item = Step>) -> Backend {
+        Backend {
+            timer: timer.clone(),
+            steps: Arc::new(steps.into_iter().collect()),
+            log: Arc::default(),
+        }
+    }
+
+    /// The factory a test hands to `hedged`.
+    pub fn factory(&self) -> impl FnMut(Attempt) -> CopyFuture + Send + 'static {
+        let backend = self.clone();
+        move |attempt: Attempt| backend.copy(attempt.index())
+    }
+
+    pub fn copy(&self, index: usize) -> CopyFuture {
+        let step = self.steps[index];
+        self.log.lock().unwrap().starts.push((index, self.timer.now()));
+        let sleep = self.timer.sleep(step.after);
+        Box::pin(ScriptedCopy {
+            step,
+            sleep,
+            log: Arc::clone(&self.log),
+            done: false,
+        })
+    }
+
+    pub fn starts(&self) -> Vec<(usize, Duration)> {
+        self.log.lock().unwrap().starts.clone()
+    }
+
+    pub fn started(&self) -> usize {
+        self.log.lock().unwrap().starts.len()
+    }
+
+    pub fn dropped(&self) -> usize {
+        self.log.lock().unwrap().dropped
+    }
+
+    /// Copies started and not yet dropped.
+    pub fn alive(&self) -> usize {
+        let log = self.log.lock().unwrap();
+        log.starts.len() - log.dropped
+    }
+
+    pub fn polls(&self) -> usize {
+        self.log.lock().unwrap().polls
+    }
+}
+
+struct ScriptedCopy {
+    step: Step,
+    sleep: hedging::timer::ManualSleep,
+    log: Arc<Mutex<Log>>,
+    done: bool,
+}
+
+impl Future for ScriptedCopy {
+    type Output = Result<u32, u32>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.log.lock().unwrap().polls += 1;
+        assert!(!self.done, "a finished copy was polled again");
+        if let End::Never = self.step.end {
+            return Poll::Pending;
+        }
+        if Pin::new(&mut self.sleep).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.done = true;
+        self.log.lock().unwrap().finished += 1;
+        match self.step.end {
+            End::Ok(value) => Poll::Ready(Ok(value)),
+            End::Err(error) => Poll::Ready(Err(error)),
+            End::Panic => panic!("scripted copy panicked"),
+            End::Never => unreachable!(),
+        }
+    }
+}
+
+impl Drop for ScriptedCopy {
+    fn drop(&mut self) {
+        // A poisoned lock means a test already failed; do not panic again in drop.
+        if let Ok(mut log) = self.log.lock() {
+            log.dropped += 1;
+        }
+    }
+}
+
+/// Counts wake-ups.
+#[derive(Default)]
+pub struct CountingWaker {
+    wakes: AtomicUsize,
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wakes.fetch_add(1, SeqCst);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, SeqCst);
+    }
+}
+
+/// Polls a future only after its waker fired (the first poll excepted), the way a
+/// careful executor would; a future that loses a wake-up stalls here and the test fails.
+pub struct Driver<F: Future> {
+    pub future: Pin<Box<F>>,
+    counter: Arc<CountingWaker>,
+    waker: Waker,
+    seen_wakes: usize,
+    first: bool,
+    pub polls: usize,
+}
+
+impl<F: Future> Driver<F> {
+    pub fn new(future: F) -> Self {
+        let counter = Arc::new(CountingWaker::default());
+        Driver {
+            future: Box::pin(future),
+            waker: Waker::from(Arc::clone(&counter)),
+            counter,
+            seen_wakes: 0,
+            first: true,
+            polls: 0,
+        }
+    }
+
+    pub fn wakes(&self) -> usize {
+        self.counter.wakes.load(SeqCst)
+    }
+
+    pub fn is_woken(&self) -> bool {
+        self.first || self.wakes() > self.seen_wakes
+    }
+
+    /// Polls once, regardless of wake-ups.
+    pub fn poll(&mut self) -> Poll<F::Output> {
+        self.first = false;
+        self.seen_wakes = self.wakes();
+        self.polls += 1;
+        let mut cx = Context::from_waker(&self.waker);
+        self.future.as_mut().poll(&mut cx)
+    }
+
+    /// Polls if woken; `None` when it was not woken (and so not polled).
+    pub fn poll_if_woken(&mut self) -> Option<Poll<F::Output>> {
+        self.is_woken().then(|| self.poll())
+    }
+
+    /// Runs to completion, polling only when woken and otherwise moving the clock to
+    /// the next deadline. Panics if the future stalls: not woken and no deadline left.
+    pub fn run(&mut self, timer: &ManualTimer) -> F::Output {
+        loop {
+            if let Some(Poll::Ready(output)) = self.poll_if_woken() {
+                return output;
+            }
+            if !self.is_woken() {
+                let next = timer
+                    .next_deadline()
+                    .expect("stalled: pending, not woken, and no timer left to fire");
+                timer.advance(next - timer.now());
+            }
+        }
+    }
+
+    /// Moves the clock to `at` one deadline at a time, polling whenever woken; returns
+    /// the output if the future finished on the way.
+    pub fn run_until(&mut self, timer: &ManualTimer, at: Duration) -> Option<F::Output> {
+        loop {
+            if let Some(Poll::Ready(output)) = self.poll_if_woken() {
+                return Some(output);
+            }
+            if self.is_woken() {
+                continue;
+            }
+            match timer.next_deadline().filter(|next| *next <= at) {
+                Some(next) => timer.advance(next - timer.now()),
+                None => {
+                    timer.advance(at.saturating_sub(timer.now()));
+                    if !self.is_woken() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
