@@ -153,7 +153,11 @@ where
                 race.launched = 1;
                 race.in_flight = 1;
                 let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
-                copies.as_mut().project().original.set(Some(factory.make(attempt)));
+                copies
+                    .as_mut()
+                    .project()
+                    .original
+                    .set(Some(factory.make(attempt)));
                 true
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
@@ -161,9 +165,9 @@ where
 
         // Poll every copy in flight; a win or a fatal error ends the race here.
         let catch = shared.catch_unwind;
-        let settled = copies
-            .as_mut()
-            .poll_each(cx, catch, |index, finished| race.settle(index, finished, classify));
+        let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
+            race.settle(index, finished, classify)
+        });
         if let Some(end) = settled {
             return Poll::Ready(race.finish(copies, shared, end));
         }
@@ -180,8 +184,11 @@ where
                 }
                 // Every copy in flight failed: the next one starts now, not on schedule.
                 let now = timer.now();
-                let start = race.start_clock(now).max(now);
-                if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, start, cx) {
+                race.start_clock(now);
+                let start = now.max(race.last_start);
+                if let Some(end) =
+                    race.launch(copies.as_mut(), factory, classify, shared, start, cx)
+                {
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
                 continue;
@@ -391,7 +398,10 @@ enum Due {
 
 /// How a race ends.
 enum End<T, E> {
-    Won { index: usize, result: Result<T, E> },
+    Won {
+        index: usize,
+        result: Result<T, E>,
+    },
     Failed(Result<T, E>),
     #[cfg(feature = "std")]
     Panicked(Panic),
@@ -453,8 +463,14 @@ impl<T, E> Race<T, E> {
     /// When copy `launched` is due, computed once per copy.
     fn next_due<Tm: Timer>(&mut self, shared: &Shared<Tm>) -> Option<Duration> {
         if self.next_due == Due::Unknown {
-            let first_start = self.start_clock(shared.timer.now());
-            self.next_due = match shared.schedule.due(self.launched, self.last_start, first_start) {
+            let first_start = match self.first_start {
+                Some(first_start) => first_start,
+                None => self.start_clock(shared.timer.now()),
+            };
+            self.next_due = match shared
+                .schedule
+                .due(self.launched, self.last_start, first_start)
+            {
                 Some(due) => Due::At(due),
                 None => Due::Never,
             };
@@ -495,9 +511,14 @@ impl<T, E> Race<T, E> {
         self.armed_for = None;
         shared.counters.add(&[Counter::Hedges]);
         let catch = shared.catch_unwind;
-        copies.push_and_poll(copy, index, self.max_copies, cx, catch, |index, finished| {
-            self.settle(index, finished, classify)
-        })
+        copies.push_and_poll(
+            copy,
+            index,
+            self.max_copies,
+            cx,
+            catch,
+            |index, finished| self.settle(index, finished, classify),
+        )
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
@@ -537,7 +558,9 @@ impl<T, E> Race<T, E> {
     fn keep(&mut self, index: usize, result: Result<T, E>, failed: bool) {
         let better = match &self.kept {
             None => true,
-            Some(kept) => (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index)),
+            Some(kept) => {
+                (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index))
+            }
         };
         if better {
             self.kept = Some(Kept {

@@ -195,10 +195,14 @@ impl Default for PolicyBuilder {
 }
 
 impl<T> PolicyBuilder<T> {
-    /// The most copies a call may start, the original included. `0` is clamped to `1`,
-    /// which turns hedging off.
+    /// The largest [`max_copies`](Self::max_copies) accepted; larger values are clamped
+    /// to it. A call sizes its set of copies by `max_copies` when its first hedge starts.
+    pub const MAX_COPIES: usize = 64;
+
+    /// The most copies a call may start, the original included. Clamped to
+    /// `1..=`[`MAX_COPIES`](Self::MAX_COPIES): `0` becomes `1`, which turns hedging off.
     pub fn max_copies(mut self, max_copies: usize) -> Self {
-        self.max_copies = max_copies.max(1);
+        self.max_copies = max_copies.clamp(1, Self::MAX_COPIES);
         self
     }
 
@@ -365,7 +369,8 @@ impl<T> Shared<T> {
         #[cfg(feature = "std")]
         let draw = fastrand::f64();
         #[cfg(not(feature = "std"))]
-        let draw = fastrand::Rng::with_seed(self.rng_seed.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)).f64();
+        let draw =
+            fastrand::Rng::with_seed(self.rng_seed.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)).f64();
         draw < self.hedge_probability
     }
 }

@@ -5,6 +5,10 @@ use core::time::Duration;
 
 use super::Timer;
 
+/// Longer sleeps are cut to this: `Delay` adds its duration to `Instant::now()`, which
+/// panics on overflow, and a century is as good as never.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
 /// The default timer: [`futures_timer::Delay`] on a helper thread, the wall clock from
 /// [`std::time::Instant`].
 ///
@@ -33,10 +37,10 @@ impl Timer for FuturesTimer {
     }
 
     fn sleep(&self, after: Duration) -> Self::Sleep {
-        futures_timer::Delay::new(after)
+        futures_timer::Delay::new(after.min(FAR_FUTURE))
     }
 
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
-        sleep.get_mut().reset(after);
+        sleep.get_mut().reset(after.min(FAR_FUTURE));
     }
 }

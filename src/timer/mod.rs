@@ -40,7 +40,7 @@ pub use self::manual::{ManualSleep, ManualTimer};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a hedging timer",
     label = "no `Timer` implementation",
-    note = "enable the `futures-timer` feature (on by default) or `async-io`, or give the policy a timer with `PolicyBuilder::timer`"
+    note = "enable the `futures-timer` feature (on by default), or give the policy a timer with `PolicyBuilder::timer` (such as `timer::AsyncIoTimer` with the `async-io` feature)"
 )]
 pub trait Timer: Clone {
     /// The future [`sleep`](Timer::sleep) returns; it completes once its duration has passed.
@@ -76,8 +76,8 @@ pub type DefaultTimer = EnableFuturesTimerFeatureOrCallPolicyBuilderTimer;
 
 /// Stands in for the default timer while the `futures-timer` feature is off.
 ///
-/// It does not implement [`Timer`]: enable `futures-timer` (or `async-io`), or pass a
-/// timer to [`PolicyBuilder::timer`](crate::PolicyBuilder::timer).
+/// It does not implement [`Timer`]: enable `futures-timer`, or pass a timer to
+/// [`PolicyBuilder::timer`](crate::PolicyBuilder::timer).
 #[cfg(not(feature = "futures-timer"))]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EnableFuturesTimerFeatureOrCallPolicyBuilderTimer;
