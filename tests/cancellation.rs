@@ -1,0 +1,113 @@
+//! Dropping a `Hedge` drops every copy and the timer, at every point of the race.
+
+mod common;
+
+use std::task::Poll;
+
+use common::{ms, Backend, Driver, Step};
+use hedging::timer::ManualTimer;
+use hedging::{Hedgeable, Policy};
+
+fn policy(timer: &ManualTimer, max_copies: usize) -> Policy<ManualTimer> {
+    Policy::builder()
+        .max_copies(max_copies)
+        .delay(ms(10))
+        .timer(timer.clone())
+        .build()
+}
+
+#[test]
+fn dropping_the_hedge_drops_every_copy_and_the_timer() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::never(), Step::never()]);
+    let policy = policy(&timer, 4);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+
+    assert_eq!(call.run_until(&timer, ms(25)), None);
+    assert_eq!((backend.started(), backend.alive()), (3, 3));
+    assert_eq!(
+        timer.live_sleeps(),
+        3 + 1,
+        "three copy sleeps and the hedge timer"
+    );
+
+    drop(call);
+    assert_eq!(backend.alive(), 0);
+    assert_eq!(timer.live_sleeps(), 0);
+}
+
+#[test]
+fn dropping_before_the_first_hedge_drops_the_original_and_the_timer() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(1, 1)]);
+    let policy = policy(&timer, 2);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(
+        timer.sleeps_created(),
+        2,
+        "the original's sleep and the hedge timer"
+    );
+    drop(call);
+    assert_eq!((backend.started(), backend.alive()), (1, 0));
+    assert_eq!(timer.live_sleeps(), 0);
+    timer.advance(ms(100));
+    assert_eq!(backend.started(), 1, "no hedge starts after the drop");
+}
+
+#[test]
+fn a_dropped_call_counts_as_cancelled() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::never()]);
+    let policy = policy(&timer, 2);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+    assert_eq!(call.run_until(&timer, ms(15)), None);
+    drop(call);
+
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.cancelled, stats.hedges), (1, 1, 1));
+    assert_eq!(stats.calls, stats.wins + stats.failures + stats.cancelled);
+}
+
+#[test]
+fn dropping_a_finished_hedge_is_not_a_cancellation() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(1, 0)]);
+    let policy = policy(&timer, 2);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+    assert_eq!(call.run(&timer), Ok(0));
+    drop(call);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.wins, stats.cancelled), (1, 1, 0));
+}
+
+#[test]
+fn finished_copies_are_dropped_when_they_finish_not_when_the_call_ends() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::err(1, 101), Step::never()]);
+    let policy = policy(&timer, 3);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+
+    assert_eq!(call.run_until(&timer, ms(12)), None);
+    assert_eq!(backend.started(), 2);
+    assert_eq!(
+        backend.dropped(),
+        1,
+        "copy 1 failed at 11 and is gone already"
+    );
+    drop(call);
+    assert_eq!(backend.alive(), 0);
+}
+
+#[test]
+fn dropping_the_policy_while_a_call_with_an_owned_clone_runs_is_fine() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(1, 1)]);
+    let policy = policy(&timer, 2);
+    let mut call = Driver::new(backend.factory().hedged(policy.clone()));
+    let stats_view = policy.clone();
+    drop(policy);
+    assert_eq!(call.run(&timer), Ok(1));
+    assert_eq!(stats_view.stats().hedge_wins, 1);
+}

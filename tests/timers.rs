@@ -1,0 +1,163 @@
+//! The timers: `ManualTimer`'s virtual clock, and the real timers' re-arming.
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use hedging::timer::{AsyncIoTimer, FuturesTimer, ManualTimer, Timer};
+
+#[derive(Default)]
+struct Flag(std::sync::atomic::AtomicUsize);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Flag {
+    fn wakes(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn poll<F: Future>(future: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(waker))
+}
+
+#[test]
+fn manual_timer_wakes_only_the_sleeps_that_are_due() {
+    let timer = ManualTimer::new();
+    let (early_flag, late_flag) = (Arc::new(Flag::default()), Arc::new(Flag::default()));
+    let (early_waker, late_waker) = (
+        Waker::from(early_flag.clone()),
+        Waker::from(late_flag.clone()),
+    );
+    let mut early = pin!(timer.sleep(Duration::from_millis(5)));
+    let mut late = pin!(timer.sleep(Duration::from_millis(10)));
+    assert!(poll(early.as_mut(), &early_waker).is_pending());
+    assert!(poll(late.as_mut(), &late_waker).is_pending());
+    assert_eq!(timer.next_deadline(), Some(Duration::from_millis(5)));
+
+    timer.advance(Duration::from_millis(5));
+    assert_eq!((early_flag.wakes(), late_flag.wakes()), (1, 0));
+    assert!(poll(early.as_mut(), &early_waker).is_ready());
+    assert_eq!(timer.next_deadline(), Some(Duration::from_millis(10)));
+
+    timer.advance(Duration::from_millis(4));
+    assert_eq!(late_flag.wakes(), 0);
+    timer.advance(Duration::from_millis(1));
+    assert_eq!(late_flag.wakes(), 1);
+    assert!(poll(late.as_mut(), &late_waker).is_ready());
+}
+
+#[test]
+fn manual_timer_clones_share_one_clock() {
+    let timer = ManualTimer::new();
+    let clone = timer.clone();
+    clone.advance(Duration::from_secs(3));
+    assert_eq!(timer.now(), Duration::from_secs(3));
+    assert_eq!(Timer::now(&timer), Duration::from_secs(3));
+    let _sleep = clone.sleep(Duration::from_secs(1));
+    assert_eq!((timer.sleeps_created(), timer.live_sleeps()), (1, 1));
+}
+
+#[test]
+fn manual_timer_reset_moves_the_deadline_from_now() {
+    let timer = ManualTimer::new();
+    let flag = Arc::new(Flag::default());
+    let waker = Waker::from(flag.clone());
+    let mut sleep = pin!(timer.sleep(Duration::from_millis(5)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.advance(Duration::from_millis(2));
+    timer.reset(sleep.as_mut(), Duration::from_millis(10));
+    assert_eq!(timer.next_deadline(), Some(Duration::from_millis(12)));
+    timer.advance(Duration::from_millis(9));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.advance(Duration::from_millis(1));
+    assert_eq!(flag.wakes(), 1);
+    assert!(poll(sleep.as_mut(), &waker).is_ready());
+    assert_eq!(
+        timer.sleeps_created(),
+        1,
+        "reset re-arms, it does not make a sleep"
+    );
+}
+
+#[test]
+fn manual_timer_forgets_dropped_sleeps() {
+    let timer = ManualTimer::new();
+    let sleep = timer.sleep(Duration::from_millis(5));
+    assert_eq!(timer.live_sleeps(), 1);
+    assert!(format!("{sleep:?}").contains("5ms"));
+    drop(sleep);
+    assert_eq!(timer.live_sleeps(), 0);
+    assert_eq!(timer.next_deadline(), None);
+    assert!(format!("{timer:?}").contains("live_sleeps: 0"));
+}
+
+#[test]
+fn manual_timer_saturates_instead_of_overflowing() {
+    let timer = ManualTimer::new();
+    timer.advance(Duration::from_secs(1));
+    let _sleep = timer.sleep(Duration::MAX);
+    assert_eq!(timer.next_deadline(), Some(Duration::MAX));
+    timer.advance(Duration::MAX);
+    assert_eq!(timer.now(), Duration::MAX);
+}
+
+#[test]
+fn manual_timer_wakers_may_call_back_into_the_timer() {
+    struct Reentrant(ManualTimer);
+    impl Wake for Reentrant {
+        fn wake(self: Arc<Self>) {
+            // Would deadlock if `advance` woke while holding the clock's lock.
+            let _ = self.0.now();
+            drop(self.0.sleep(Duration::from_millis(1)));
+        }
+    }
+    let timer = ManualTimer::new();
+    let waker = Waker::from(Arc::new(Reentrant(timer.clone())));
+    let mut sleep = pin!(timer.sleep(Duration::from_millis(1)));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.advance(Duration::from_millis(1));
+    assert!(poll(sleep.as_mut(), &waker).is_ready());
+}
+
+/// Real clock, generous bound: a long sleep re-armed to 1 ms completes long before the
+/// original deadline.
+fn rearm_completes_early<T: Timer>(timer: T) {
+    let started = Instant::now();
+    futures::executor::block_on(async {
+        let mut sleep = pin!(timer.sleep(Duration::from_secs(60)));
+        futures::future::poll_fn(|cx| {
+            assert!(sleep.as_mut().poll(cx).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        timer.reset(sleep.as_mut(), Duration::from_millis(1));
+        sleep.await;
+    });
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn futures_timer_rearms_a_sleep() {
+    rearm_completes_early(FuturesTimer::new());
+}
+
+#[test]
+fn async_io_timer_rearms_a_sleep() {
+    rearm_completes_early(AsyncIoTimer::new());
+}
+
+#[test]
+fn real_timers_tell_monotonic_time() {
+    for now in [|| FuturesTimer.now(), || AsyncIoTimer.now()] {
+        let first = now();
+        let second = now();
+        assert!(second >= first);
+    }
+}
