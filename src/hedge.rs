@@ -118,7 +118,7 @@ impl<F: Factory, P: AsPolicy, C> Hedge<F, P, C> {
         self.with_classify(classify)
     }
 
-    fn with_classify<K>(self, classify: K) -> Hedge<F, P, K> {
+    pub(crate) fn with_classify<K>(self, classify: K) -> Hedge<F, P, K> {
         Hedge {
             factory: self.factory,
             classify,

@@ -86,6 +86,9 @@ mod hedge;
 mod policy;
 mod schedule;
 pub mod timer;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
