@@ -486,6 +486,7 @@ impl<T, E> Race<T, E> {
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(&attempt);
         }
+        crate::trace::hedge_launched(&attempt);
         let copy = factory.make(attempt);
         self.launched += 1;
         self.in_flight += 1;
@@ -512,6 +513,7 @@ impl<T, E> Race<T, E> {
             Finished::Output(result) => result,
             #[cfg(feature = "std")]
             Finished::Panicked(panic) => {
+                crate::trace::copy_failed(index, self.max_copies, true);
                 if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
                     self.panic = Some((index, panic));
                 }
@@ -522,6 +524,7 @@ impl<T, E> Race<T, E> {
             Verdict::Win => Some(End::Won { index, result }),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Retry => {
+                crate::trace::copy_failed(index, self.max_copies, false);
                 self.keep(index, result, true);
                 None
             }
@@ -575,6 +578,7 @@ impl<T, E> Race<T, E> {
         let calls = (!self.call_counted).then_some(Counter::Calls);
         let (outcome, result) = match end {
             End::Won { index, result } => {
+                crate::trace::won(index, self.launched);
                 let hedge_win = (index > 0).then_some(Counter::HedgeWins);
                 record(shared, [calls, Some(Counter::Wins), hedge_win]);
                 return result;

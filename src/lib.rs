@@ -85,6 +85,7 @@ mod ext;
 mod hedge;
 mod policy;
 mod schedule;
+mod trace;
 pub mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
