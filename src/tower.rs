@@ -368,7 +368,10 @@ where
         let (service, request) = if last {
             (self.service.take(), self.spare.take())
         } else {
-            let request = self.spare.as_ref().map(|spare| self.clone_request.clone_request(spare));
+            let request = self
+                .spare
+                .as_ref()
+                .map(|spare| self.clone_request.clone_request(spare));
             (self.service.clone(), request)
         };
         CopyFuture::Readying {
@@ -381,7 +384,10 @@ where
 /// One copy of a call: waits for its service to be ready, then calls it.
 #[pin_project(project = CopyState)]
 pub(crate) enum CopyFuture<S: Service<Req>, Req> {
-    Readying { service: S, request: Option<Req> },
+    Readying {
+        service: S,
+        request: Option<Req>,
+    },
     Calling {
         #[pin]
         future: S::Future,

@@ -47,7 +47,10 @@ impl StartLog {
         latency: impl Fn(usize) -> Option<Duration>,
     ) -> impl Future<Output = Result<usize, ()>> {
         let index = attempt.index();
-        self.starts.lock().unwrap().push((index, self.origin.elapsed()));
+        self.starts
+            .lock()
+            .unwrap()
+            .push((index, self.origin.elapsed()));
         let latency = latency(index);
         let guard = DropCounter(Arc::clone(&self.dropped));
         async move {
@@ -87,9 +90,17 @@ async fn hedge_starts_exactly_at_its_delay_on_a_paused_clock() {
     let answer = (|a: Attempt| log.copy(a, latency)).hedged(&policy).await;
 
     assert_eq!(answer, Ok(1));
-    assert_eq!(started.elapsed(), ms(25), "hedge at 20 ms, answering 5 ms later");
+    assert_eq!(
+        started.elapsed(),
+        ms(25),
+        "hedge at 20 ms, answering 5 ms later"
+    );
     assert_eq!(log.starts(), vec![(0, ms(0)), (1, ms(20))]);
-    assert_eq!(log.dropped(), 2, "the stalled original is dropped with the win");
+    assert_eq!(
+        log.dropped(),
+        2,
+        "the stalled original is dropped with the win"
+    );
     let stats = policy.stats();
     assert_eq!((stats.hedges, stats.hedge_wins, stats.wins), (1, 1, 1));
 }
@@ -100,7 +111,9 @@ async fn hedge_orig_completes_first() {
     let log = StartLog::new();
     let started = Instant::now();
 
-    let answer = (|a: Attempt| log.copy(a, |_| Some(ms(15)))).hedged(&policy).await;
+    let answer = (|a: Attempt| log.copy(a, |_| Some(ms(15))))
+        .hedged(&policy)
+        .await;
 
     assert_eq!(answer, Ok(0));
     assert_eq!(started.elapsed(), ms(15));
@@ -118,11 +131,18 @@ async fn advance_starts_each_copy_when_due_and_wakes_the_caller() {
     assert_eq!(log.starts().len(), 1);
 
     advance(ms(9)).await;
-    assert!(call.poll_if_woken().is_none(), "woken before the hedge was due");
+    assert!(
+        call.poll_if_woken().is_none(),
+        "woken before the hedge was due"
+    );
     assert_eq!(log.starts().len(), 1);
 
     advance(ms(1)).await;
-    assert_eq!(call.poll_if_woken(), Some(Poll::Pending), "the due hedge woke the call");
+    assert_eq!(
+        call.poll_if_woken(),
+        Some(Poll::Pending),
+        "the due hedge woke the call"
+    );
     assert_eq!(log.starts(), vec![(0, ms(0)), (1, ms(10))]);
 
     advance(ms(10)).await;
@@ -130,7 +150,10 @@ async fn advance_starts_each_copy_when_due_and_wakes_the_caller() {
     assert_eq!(log.starts(), vec![(0, ms(0)), (1, ms(10)), (2, ms(20))]);
 
     advance(ms(100)).await;
-    assert!(call.poll_if_woken().is_none(), "no copy left to start: no more wake-ups");
+    assert!(
+        call.poll_if_woken().is_none(),
+        "no copy left to start: no more wake-ups"
+    );
     drop(call);
     assert_eq!(log.dropped(), 3, "dropping the call drops every copy");
     assert_eq!(policy.stats().cancelled, 1);
@@ -151,7 +174,11 @@ async fn reset_moves_the_deadline_of_the_same_sleep() {
     timer.reset(sleep.as_mut(), ms(30));
 
     advance(ms(10)).await;
-    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "the old deadline is gone");
+    assert_eq!(
+        futures::poll!(sleep.as_mut()),
+        Poll::Pending,
+        "the old deadline is gone"
+    );
     advance(ms(20)).await;
     assert_eq!(futures::poll!(sleep.as_mut()), Poll::Ready(()));
 }
@@ -173,7 +200,11 @@ async fn failure_starts_the_next_copy_at_once() {
     .await;
 
     assert_eq!(answer, Ok(1));
-    assert_eq!(started.elapsed(), ms(7), "the hedge started at the failure, not at 50 ms");
+    assert_eq!(
+        started.elapsed(),
+        ms(7),
+        "the hedge started at the failure, not at 50 ms"
+    );
 }
 
 /// Real time, real runtime: a stalled original is overtaken by its hedge. Bounds are
@@ -192,6 +223,10 @@ async fn smoke_real_clock_hedge_overtakes_a_stalled_original() {
     .await;
 
     assert_eq!(answer, Ok(1));
-    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
     assert_eq!(policy.stats().hedge_wins, 1);
 }

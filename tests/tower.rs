@@ -88,7 +88,11 @@ fn hedges_a_slow_call_inside_a_service_builder() {
     assert_eq!(call.run(&timer), Ok(1));
     assert_eq!(timer.now(), ms(12));
     assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
-    assert_eq!(*counts.requests.lock().unwrap(), vec![42, 42], "the hedge sent a copy");
+    assert_eq!(
+        *counts.requests.lock().unwrap(),
+        vec![42, 42],
+        "the hedge sent a copy"
+    );
     assert_eq!(backend.alive(), 0, "the stalled original was dropped");
     let stats = policy.stats();
     assert_eq!((stats.calls, stats.hedges, stats.hedge_wins), (1, 1, 1));
@@ -104,7 +108,11 @@ fn hedge_orig_completes_first() {
     let mut call = Driver::new(service.call(7));
 
     assert_eq!(call.run(&timer), Ok(0));
-    assert_eq!(backend.starts(), vec![(0, ms(0))], "no hedge before its delay");
+    assert_eq!(
+        backend.starts(),
+        vec![(0, ms(0))],
+        "no hedge before its delay"
+    );
 }
 
 #[test]
@@ -124,8 +132,16 @@ fn one_copy_allowed_passes_calls_through_without_clones() {
 
     block_on(service.ready()).unwrap();
     assert_eq!(Driver::new(service.call(3)).run(&timer), Ok(0));
-    assert_eq!(request_copies.load(SeqCst), 0, "no request copy without a hedge");
-    assert_eq!(counts.clones.load(SeqCst), 0, "no service clone without a hedge");
+    assert_eq!(
+        request_copies.load(SeqCst),
+        0,
+        "no request copy without a hedge"
+    );
+    assert_eq!(
+        counts.clones.load(SeqCst),
+        0,
+        "no service clone without a hedge"
+    );
 }
 
 /// A request that is not `Clone`.
@@ -205,7 +221,11 @@ fn classify_can_withdraw_a_response() {
 
     block_on(service.ready()).unwrap();
     assert_eq!(Driver::new(service.call(1)).run(&timer), Ok(1));
-    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(2))], "withdrawn: next copy at once");
+    assert_eq!(
+        backend.starts(),
+        vec![(0, ms(0)), (1, ms(2))],
+        "withdrawn: next copy at once"
+    );
 }
 
 /// Hands out readiness permits; a clone starts unready, like tower's `Buffer`, and
@@ -254,7 +274,10 @@ impl Service<u32> for Gated {
         if self.gate.fail.load(SeqCst) {
             return Poll::Ready(Err(99));
         }
-        let taken = self.gate.permits.fetch_update(SeqCst, SeqCst, |p| p.checked_sub(1));
+        let taken = self
+            .gate
+            .permits
+            .fetch_update(SeqCst, SeqCst, |p| p.checked_sub(1));
         if taken.is_ok() {
             self.ready = true;
             return Poll::Ready(Ok(()));
@@ -290,11 +313,19 @@ fn each_hedge_drives_its_own_service_clone_to_readiness() {
 
     // The hedge is due, but its service clone has no permit: it waits, unsent.
     assert_eq!(call.run_until(&timer, ms(50)), None);
-    assert_eq!(backend.started(), 1, "a hedge is not sent before its service is ready");
+    assert_eq!(
+        backend.started(),
+        1,
+        "a hedge is not sent before its service is ready"
+    );
     let polls_while_waiting = gate.polls.load(SeqCst);
 
     gate.open(1);
-    assert_eq!(call.poll_if_woken(), Some(Poll::Pending), "readiness woke the call");
+    assert_eq!(
+        call.poll_if_woken(),
+        Some(Poll::Pending),
+        "readiness woke the call"
+    );
     assert!(gate.polls.load(SeqCst) > polls_while_waiting);
     assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(50))]);
     assert_eq!(call.run(&timer), Ok(1));
