@@ -90,11 +90,11 @@ mod ext;
 mod hedge;
 mod policy;
 mod schedule;
-mod trace;
 pub mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
+mod trace;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
