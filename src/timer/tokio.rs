@@ -11,8 +11,8 @@ use super::Timer;
 /// [`tokio::time::Instant::now`].
 ///
 /// Because both come from tokio, a runtime whose clock is paused
-/// ([`tokio::time::pause`], `#[tokio::test(start_paused = true)]`) drives the hedges
-/// too: [`tokio::time::advance`] starts every copy that comes due, and an idle paused
+/// (`tokio::time::pause`, `#[tokio::test(start_paused = true)]`) drives the hedges
+/// too: `tokio::time::advance` starts every copy that comes due, and an idle paused
 /// runtime jumps straight to the next hedge. Tests of hedged code on tokio need no real
 /// time. Re-arming moves the existing sleep's deadline instead of making a new one.
 ///
