@@ -118,7 +118,7 @@ impl<F: Factory, P: AsPolicy, C> Hedge<F, P, C> {
         self.with_classify(classify)
     }
 
-    fn with_classify<K>(self, classify: K) -> Hedge<F, P, K> {
+    pub(crate) fn with_classify<K>(self, classify: K) -> Hedge<F, P, K> {
         Hedge {
             factory: self.factory,
             classify,
@@ -502,6 +502,7 @@ impl<T, E> Race<T, E> {
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(&attempt);
         }
+        crate::trace::hedge_launched(&attempt);
         let copy = factory.make(attempt);
         self.launched += 1;
         self.in_flight += 1;
@@ -533,6 +534,7 @@ impl<T, E> Race<T, E> {
             Finished::Output(result) => result,
             #[cfg(feature = "std")]
             Finished::Panicked(panic) => {
+                crate::trace::copy_failed(index, self.max_copies, true);
                 if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
                     self.panic = Some((index, panic));
                 }
@@ -543,6 +545,7 @@ impl<T, E> Race<T, E> {
             Verdict::Win => Some(End::Won { index, result }),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Retry => {
+                crate::trace::copy_failed(index, self.max_copies, false);
                 self.keep(index, result, true);
                 None
             }
@@ -598,6 +601,7 @@ impl<T, E> Race<T, E> {
         let calls = (!self.call_counted).then_some(Counter::Calls);
         let (outcome, result) = match end {
             End::Won { index, result } => {
+                crate::trace::won(index, self.launched);
                 let hedge_win = (index > 0).then_some(Counter::HedgeWins);
                 record(shared, [calls, Some(Counter::Wins), hedge_win]);
                 return result;

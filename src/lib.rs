@@ -62,6 +62,11 @@
 //!   [`timer::ManualTimer`]. Without it the crate is `#![no_std]` and needs `alloc`.
 //! - `futures-timer` (default): [`timer::FuturesTimer`], the default timer.
 //! - `async-io`: [`timer::AsyncIoTimer`], driven by the reactor smol and async-std run.
+//! - `tokio`: [`timer::TokioTimer`], on tokio's clock: `tokio::time::pause` drives hedges.
+//! - `tower`: [`tower::HedgeLayer`] / [`tower::HedgeService`], hedging any cloneable tower
+//!   `Service`.
+//! - `tracing`: `DEBUG` events (target `hedging`) when a hedge starts, a copy fails, a
+//!   race with hedges is won, or the budget refuses a hedge; none on the fast path.
 //!
 //! With no timer feature, give the policy a timer with [`PolicyBuilder::timer`]; building
 //! one without fails to compile with a message naming the fix.
@@ -86,6 +91,10 @@ mod hedge;
 mod policy;
 mod schedule;
 pub mod timer;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
+mod trace;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};

@@ -6,6 +6,8 @@
 //!   sleeps; works under any executor.
 //! - [`AsyncIoTimer`] (feature `async-io`): the async-io reactor drives the sleeps; the
 //!   natural choice on smol and async-std.
+//! - [`TokioTimer`] (feature `tokio`): tokio's clock and sleeps; honours
+//!   `tokio::time::pause`, so paused-clock tests drive the hedges.
 //! - [`ManualTimer`] (feature `std`): virtual time that moves only when told to, for
 //!   deterministic tests of hedged code.
 //!
@@ -22,13 +24,21 @@ mod async_io;
 mod futures_timer;
 #[cfg(feature = "std")]
 mod manual;
+#[cfg(feature = "tokio")]
+mod tokio;
 
 #[cfg(feature = "async-io")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-io")))]
 pub use self::async_io::{AsyncIoSleep, AsyncIoTimer};
 #[cfg(feature = "futures-timer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "futures-timer")))]
 pub use self::futures_timer::FuturesTimer;
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use self::manual::{ManualSleep, ManualTimer};
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use self::tokio::TokioTimer;
 
 /// A monotonic clock that can make sleeps.
 ///

@@ -1,0 +1,85 @@
+//! [`TokioTimer`]: tokio's clock and sleeps.
+
+use core::pin::Pin;
+use core::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Timer;
+
+/// A timer on tokio's clock: sleeps are [`tokio::time::Sleep`]s, and the time is
+/// [`tokio::time::Instant::now`].
+///
+/// Because both come from tokio, a runtime whose clock is paused
+/// (`tokio::time::pause`, `#[tokio::test(start_paused = true)]`) drives the hedges
+/// too: `tokio::time::advance` starts every copy that comes due, and an idle paused
+/// runtime jumps straight to the next hedge. Tests of hedged code on tokio need no real
+/// time. Re-arming moves the existing sleep's deadline instead of making a new one.
+///
+/// ```
+/// use std::time::Duration;
+/// use hedging::{Hedgeable, Policy, timer::TokioTimer};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+/// let policy = Policy::builder()
+///     .delay(Duration::from_millis(20))
+///     .timer(TokioTimer::new())
+///     .build();
+/// let started = tokio::time::Instant::now();
+/// let answer = (|a: hedging::Attempt| async move {
+///     if a.index() == 0 {
+///         tokio::time::sleep(Duration::from_secs(1)).await; // the original stalls
+///     }
+///     Ok::<_, ()>(a.index())
+/// })
+/// .hedged(&policy)
+/// .await;
+/// assert_eq!(answer, Ok(1)); // the hedge won...
+/// assert_eq!(started.elapsed(), Duration::from_millis(20)); // ...exactly at its delay
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// A sleep is made only when a hedge is due while the original is still pending; it must
+/// then be polled inside a tokio runtime with time enabled (`enable_time`, or
+/// `enable_all`), as every tokio sleep must. Outside one, tokio panics.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub struct TokioTimer {
+    origin: Instant,
+}
+
+impl TokioTimer {
+    /// The timer. Its clock counts from now; under a paused runtime, from the paused
+    /// clock's now.
+    pub fn new() -> Self {
+        TokioTimer {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for TokioTimer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Timer for TokioTimer {
+    type Sleep = tokio::time::Sleep;
+
+    fn now(&self) -> Duration {
+        // Saturating: a timer made on one runtime's clock and used under another
+        // (paused) one never reads a time before its origin.
+        Instant::now().saturating_duration_since(self.origin)
+    }
+
+    fn sleep(&self, after: Duration) -> Self::Sleep {
+        tokio::time::sleep(after)
+    }
+
+    fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
+        sleep.reset(Instant::now() + after);
+    }
+}

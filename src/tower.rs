@@ -1,0 +1,415 @@
+//! [`HedgeLayer`] and [`HedgeService`]: hedging as tower middleware.
+//!
+//! ```
+//! use std::time::Duration;
+//! use hedging::{tower::HedgeLayer, Policy};
+//! use tower::{service_fn, ServiceBuilder, ServiceExt};
+//! # futures::executor::block_on(async {
+//! let policy = Policy::builder().max_copies(2).delay(Duration::from_millis(20)).build();
+//! let service = ServiceBuilder::new()
+//!     .layer(HedgeLayer::new(policy.clone()))
+//!     .service(service_fn(|key: String| async move { Ok::<_, std::io::Error>(key.len()) }));
+//!
+//! assert_eq!(service.oneshot("row-7".to_string()).await.unwrap(), 5);
+//! assert_eq!(policy.stats().calls, 1);
+//! # });
+//! ```
+//!
+//! # Readiness
+//!
+//! Each copy of a request needs a service that is ready for it. [`HedgeService`] clones
+//! the inner service per copy, the way tower's own middleware does: the instance that
+//! [`poll_ready`](Service::poll_ready) readied sends the original at once, and each hedge
+//! drives its own clone to readiness inside the response future before calling it. A
+//! hedge whose `poll_ready` fails counts as a failed copy. A service that is not `Clone`
+//! can be wrapped in tower's `Buffer` first.
+//!
+//! # Requests
+//!
+//! Requests are copied with [`Clone`] by default, or by a function given to
+//! [`HedgeLayer::clone_request`]. A call that may hedge copies its request once when it
+//! is made (tower services take requests by value), and once more for each hedge beyond
+//! the first; with `max_copies(1)` nothing is copied.
+
+use core::fmt;
+use core::future::Future;
+use core::mem;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use pin_project::pin_project;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::attempt::{Attempt, ByResult, Classify, When};
+use crate::ext::Factory;
+use crate::hedge::Hedge;
+use crate::policy::Policy;
+use crate::timer::{DefaultTimer, Timer};
+
+/// Copies a request for a hedge.
+///
+/// Implemented by [`ByClone`] (the default: [`Clone::clone`]) and by every
+/// `Fn(&Req) -> Req`, for requests that are not `Clone` or need a fresh id per copy.
+pub trait CloneRequest<Req> {
+    /// A copy of `request` to send as a hedge.
+    fn clone_request(&self, request: &Req) -> Req;
+}
+
+/// Copies requests with [`Clone::clone`]; the default of [`HedgeLayer`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByClone;
+
+impl<Req: Clone> CloneRequest<Req> for ByClone {
+    #[inline]
+    fn clone_request(&self, request: &Req) -> Req {
+        request.clone()
+    }
+}
+
+impl<Req, F: Fn(&Req) -> Req> CloneRequest<Req> for F {
+    #[inline]
+    fn clone_request(&self, request: &Req) -> Req {
+        self(request)
+    }
+}
+
+/// A [`Layer`] that wraps a service in a [`HedgeService`] hedging by one [`Policy`].
+///
+/// Every service it wraps records into the same policy's stats.
+///
+/// ```
+/// use std::time::Duration;
+/// use hedging::{tower::HedgeLayer, Policy};
+///
+/// #[derive(Debug)]
+/// struct Request { id: u64, body: Vec<u8> } // not `Clone`
+///
+/// let policy = Policy::builder().delay(Duration::from_millis(20)).build();
+/// let layer = HedgeLayer::new(policy)
+///     .clone_request(|r: &Request| Request { id: r.id, body: r.body.clone() })
+///     .when(|e: &std::io::Error| e.kind() == std::io::ErrorKind::TimedOut);
+/// # let _ = layer;
+/// ```
+pub struct HedgeLayer<T = DefaultTimer, R = ByClone, K = ByResult> {
+    policy: Policy<T>,
+    clone_request: R,
+    classify: K,
+}
+
+impl<T> HedgeLayer<T> {
+    /// Hedges by `policy`, copying requests with `Clone`; `Ok` wins and `Err` is
+    /// retried.
+    pub fn new(policy: Policy<T>) -> Self {
+        HedgeLayer {
+            policy,
+            clone_request: ByClone,
+            classify: ByResult,
+        }
+    }
+}
+
+impl<T, R, K> HedgeLayer<T, R, K> {
+    /// Copies requests with `clone_request` instead of [`Clone`].
+    pub fn clone_request<Req, R2>(self, clone_request: R2) -> HedgeLayer<T, R2, K>
+    where
+        R2: Fn(&Req) -> Req,
+    {
+        HedgeLayer {
+            policy: self.policy,
+            clone_request,
+            classify: self.classify,
+        }
+    }
+
+    /// Which errors are worth another copy: `true` keeps racing, `false` returns the
+    /// error at once and drops the other copies. See [`Hedge::when`].
+    pub fn when<E, W>(self, retryable: W) -> HedgeLayer<T, R, When<W>>
+    where
+        W: Fn(&E) -> bool,
+    {
+        self.with_classify(When(retryable))
+    }
+
+    /// What each finished copy means, with full control. See [`Hedge::classify`].
+    pub fn classify<Resp, E, K2>(self, classify: K2) -> HedgeLayer<T, R, K2>
+    where
+        K2: Fn(&Result<Resp, E>) -> crate::Verdict,
+    {
+        self.with_classify(classify)
+    }
+
+    /// The policy every wrapped service hedges by.
+    pub fn policy(&self) -> &Policy<T> {
+        &self.policy
+    }
+
+    fn with_classify<K2>(self, classify: K2) -> HedgeLayer<T, R, K2> {
+        HedgeLayer {
+            policy: self.policy,
+            clone_request: self.clone_request,
+            classify,
+        }
+    }
+}
+
+impl<S, T, R: Clone, K: Clone> Layer<S> for HedgeLayer<T, R, K> {
+    type Service = HedgeService<S, T, R, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        HedgeService {
+            inner,
+            policy: self.policy.clone(),
+            clone_request: self.clone_request.clone(),
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+impl<T, R: Clone, K: Clone> Clone for HedgeLayer<T, R, K> {
+    fn clone(&self) -> Self {
+        HedgeLayer {
+            policy: self.policy.clone(),
+            clone_request: self.clone_request.clone(),
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+impl<T: fmt::Debug, R, K> fmt::Debug for HedgeLayer<T, R, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgeLayer")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`Service`] that hedges every call to the service it wraps; made by
+/// [`HedgeLayer`] or [`HedgeService::new`].
+///
+/// Its response and error types are the inner service's own. See the
+/// [module docs](self) for how readiness and requests are handled.
+pub struct HedgeService<S, T = DefaultTimer, R = ByClone, K = ByResult> {
+    inner: S,
+    policy: Policy<T>,
+    clone_request: R,
+    classify: K,
+}
+
+impl<S, T> HedgeService<S, T> {
+    /// Hedges calls to `inner` by `policy`, copying requests with `Clone`. For the
+    /// other settings, build a [`HedgeLayer`].
+    pub fn new(inner: S, policy: Policy<T>) -> Self {
+        HedgeLayer::new(policy).layer(inner)
+    }
+}
+
+impl<S, T, R, K> HedgeService<S, T, R, K> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// The policy this service hedges by.
+    pub fn policy(&self) -> &Policy<T> {
+        &self.policy
+    }
+}
+
+impl<S, Req, T, R, K> Service<Req> for HedgeService<S, T, R, K>
+where
+    S: Service<Req> + Clone,
+    T: Timer,
+    R: CloneRequest<Req> + Clone,
+    K: Classify<S::Response, S::Error> + Clone,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, Req, T, R, K>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let may_hedge = self.policy.max_copies() > 1;
+        let (original, copies) = if may_hedge {
+            // The readied instance sends the original; hedges ready clones of it.
+            let spare = self.clone_request.clone_request(&request);
+            let unready = self.inner.clone();
+            let mut ready = mem::replace(&mut self.inner, unready);
+            let original = ready.call(request);
+            (original, Some((ready, spare)))
+        } else {
+            (self.inner.call(request), None)
+        };
+        let (service, spare) = copies.unzip();
+        let copies = ServiceCopies {
+            original: Some(original),
+            service,
+            spare,
+            clone_request: self.clone_request.clone(),
+        };
+        ResponseFuture {
+            hedge: Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone()),
+        }
+    }
+}
+
+impl<S: Clone, T, R: Clone, K: Clone> Clone for HedgeService<S, T, R, K> {
+    fn clone(&self) -> Self {
+        HedgeService {
+            inner: self.inner.clone(),
+            policy: self.policy.clone(),
+            clone_request: self.clone_request.clone(),
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, T: fmt::Debug, R, K> fmt::Debug for HedgeService<S, T, R, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgeService")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The response future of [`HedgeService`]: a [`Hedge`] over copies of one request.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct ResponseFuture<S, Req, T, R, K>
+where
+    S: Service<Req> + Clone,
+    T: Timer,
+    R: CloneRequest<Req>,
+{
+    #[pin]
+    hedge: Hedge<ServiceCopies<S, Req, R>, Policy<T>, K>,
+}
+
+impl<S, Req, T, R, K> Future for ResponseFuture<S, Req, T, R, K>
+where
+    S: Service<Req> + Clone,
+    T: Timer,
+    R: CloneRequest<Req>,
+    K: Classify<S::Response, S::Error>,
+{
+    type Output = Result<S::Response, S::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().hedge.poll(cx)
+    }
+}
+
+impl<S, Req, T, R, K> futures_core::FusedFuture for ResponseFuture<S, Req, T, R, K>
+where
+    S: Service<Req> + Clone,
+    T: Timer,
+    R: CloneRequest<Req>,
+    K: Classify<S::Response, S::Error>,
+{
+    fn is_terminated(&self) -> bool {
+        self.hedge.is_terminated()
+    }
+}
+
+impl<S, Req, T, R, K> fmt::Debug for ResponseFuture<S, Req, T, R, K>
+where
+    S: Service<Req> + Clone,
+    T: Timer,
+    R: CloneRequest<Req>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("hedge", &self.hedge)
+            .finish()
+    }
+}
+
+/// Makes the copies of one call: the original was sent by [`HedgeService::call`]; each
+/// hedge gets a clone of the service and a copy of the request.
+pub(crate) struct ServiceCopies<S: Service<Req>, Req, R> {
+    original: Option<S::Future>,
+    /// `None` when the call may not hedge; the last copy takes it instead of a clone.
+    service: Option<S>,
+    /// `None` when the call may not hedge; the last copy takes it instead of a copy.
+    spare: Option<Req>,
+    clone_request: R,
+}
+
+impl<S, Req, R> Factory for ServiceCopies<S, Req, R>
+where
+    S: Service<Req> + Clone,
+    R: CloneRequest<Req>,
+{
+    type Ok = S::Response;
+    type Error = S::Error;
+    type Future = CopyFuture<S, Req>;
+
+    fn make(&mut self, attempt: Attempt) -> CopyFuture<S, Req> {
+        if let Some(original) = self.original.take() {
+            return CopyFuture::Calling { future: original };
+        }
+        const HEDGED: &str = "a hedge is made only when the call may hedge";
+        let last = attempt.index() + 1 >= attempt.max_copies();
+        let (service, request) = if last {
+            (self.service.take(), self.spare.take())
+        } else {
+            let request = self
+                .spare
+                .as_ref()
+                .map(|spare| self.clone_request.clone_request(spare));
+            (self.service.clone(), request)
+        };
+        CopyFuture::Readying {
+            service: service.expect(HEDGED),
+            request: Some(request.expect(HEDGED)),
+        }
+    }
+}
+
+/// One copy of a call: waits for its service to be ready, then calls it.
+#[pin_project(project = CopyState)]
+pub(crate) enum CopyFuture<S: Service<Req>, Req> {
+    Readying {
+        service: S,
+        request: Option<Req>,
+    },
+    Calling {
+        #[pin]
+        future: S::Future,
+    },
+}
+
+impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let future = match self.as_mut().project() {
+                CopyState::Calling { future } => return future.poll(cx),
+                CopyState::Readying { service, request } => {
+                    if let Err(error) = core::task::ready!(service.poll_ready(cx)) {
+                        return Poll::Ready(Err(error));
+                    }
+                    let request = request.take().expect("a copy sends its request once");
+                    service.call(request)
+                }
+            };
+            self.set(CopyFuture::Calling { future });
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! `HedgeLayer` / `HedgeService` over hand-written services on `ManualTimer`: hedges go
+//! out on the policy's schedule, each copy's service is driven to readiness before it is
+//! called, and requests are copied only as often as needed.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use common::{ms, Backend, CopyFuture, Driver, Step};
+use futures::executor::block_on;
+use hedging::timer::ManualTimer;
+use hedging::tower::{HedgeLayer, HedgeService};
+use hedging::{Policy, Verdict};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
+
+fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
+    Policy::builder()
+        .max_copies(max_copies)
+        .delay(ms(delay_ms))
+        .timer(timer.clone())
+        .build()
+}
+
+/// Call k follows the backend's step k; logs each request and counts its own clones.
+#[derive(Default)]
+struct Counts {
+    calls: AtomicUsize,
+    clones: AtomicUsize,
+    requests: Mutex<Vec<u32>>,
+}
+
+struct Scripted {
+    backend: Backend,
+    counts: Arc<Counts>,
+}
+
+impl Scripted {
+    fn new(backend: &Backend) -> Self {
+        Scripted {
+            backend: backend.clone(),
+            counts: Arc::default(),
+        }
+    }
+}
+
+impl Clone for Scripted {
+    fn clone(&self) -> Self {
+        self.counts.clones.fetch_add(1, SeqCst);
+        Scripted {
+            backend: self.backend.clone(),
+            counts: Arc::clone(&self.counts),
+        }
+    }
+}
+
+impl Service<u32> for Scripted {
+    type Response = u32;
+    type Error = u32;
+    type Future = CopyFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), u32>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: u32) -> CopyFuture {
+        self.counts.requests.lock().unwrap().push(request);
+        let index = self.counts.calls.fetch_add(1, SeqCst);
+        self.backend.copy(index)
+    }
+}
+
+#[test]
+fn hedges_a_slow_call_inside_a_service_builder() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(2, 1)]);
+    let policy = policy(&timer, 2, 10);
+    let inner = Scripted::new(&backend);
+    let counts = Arc::clone(&inner.counts);
+    let mut service = ServiceBuilder::new()
+        .layer(HedgeLayer::new(policy.clone()))
+        .service(inner);
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(42));
+
+    assert_eq!(call.run(&timer), Ok(1));
+    assert_eq!(timer.now(), ms(12));
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+    assert_eq!(
+        *counts.requests.lock().unwrap(),
+        vec![42, 42],
+        "the hedge sent a copy"
+    );
+    assert_eq!(backend.alive(), 0, "the stalled original was dropped");
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.hedge_wins), (1, 1, 1));
+}
+
+#[test]
+fn hedge_orig_completes_first() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(5, 0)]);
+    let mut service = HedgeService::new(Scripted::new(&backend), policy(&timer, 2, 10));
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(7));
+
+    assert_eq!(call.run(&timer), Ok(0));
+    assert_eq!(
+        backend.starts(),
+        vec![(0, ms(0))],
+        "no hedge before its delay"
+    );
+}
+
+#[test]
+fn one_copy_allowed_passes_calls_through_without_clones() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(5, 0)]);
+    let inner = Scripted::new(&backend);
+    let counts = Arc::clone(&inner.counts);
+    let request_copies = Arc::new(AtomicUsize::new(0));
+    let copies = Arc::clone(&request_copies);
+    let mut service = HedgeLayer::new(policy(&timer, 1, 10))
+        .clone_request(move |r: &u32| {
+            copies.fetch_add(1, SeqCst);
+            *r
+        })
+        .layer(inner);
+
+    block_on(service.ready()).unwrap();
+    assert_eq!(Driver::new(service.call(3)).run(&timer), Ok(0));
+    assert_eq!(
+        request_copies.load(SeqCst),
+        0,
+        "no request copy without a hedge"
+    );
+    assert_eq!(
+        counts.clones.load(SeqCst),
+        0,
+        "no service clone without a hedge"
+    );
+}
+
+/// A request that is not `Clone`.
+#[derive(Debug, PartialEq)]
+struct Query(u32);
+
+/// A service taking `Query`, delegating to `Scripted`.
+#[derive(Clone)]
+struct QueryService(Scripted);
+
+impl Service<Query> for QueryService {
+    type Response = u32;
+    type Error = u32;
+    type Future = CopyFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), u32>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Query) -> CopyFuture {
+        self.0.call(request.0)
+    }
+}
+
+#[test]
+fn clone_request_copies_each_hedge_and_the_last_takes_the_spare() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::never(), Step::ok(1, 2)]);
+    let inner = Scripted::new(&backend);
+    let counts = Arc::clone(&inner.counts);
+    let request_copies = Arc::new(AtomicUsize::new(0));
+    let copies = Arc::clone(&request_copies);
+    let mut service = HedgeLayer::new(policy(&timer, 3, 10))
+        .clone_request(move |q: &Query| {
+            copies.fetch_add(1, SeqCst);
+            Query(q.0)
+        })
+        .layer(QueryService(inner));
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(Query(9)));
+
+    assert_eq!(call.run(&timer), Ok(2));
+    assert_eq!(*counts.requests.lock().unwrap(), vec![9, 9, 9]);
+    // One spare when the call is made, one copy for the first hedge; the last hedge
+    // takes the spare itself.
+    assert_eq!(request_copies.load(SeqCst), 2);
+}
+
+#[test]
+fn when_ends_the_race_on_a_fatal_error() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::err(5, 7), Step::ok(1, 1)]);
+    let policy = policy(&timer, 2, 10);
+    let mut service = HedgeLayer::new(policy.clone())
+        .when(|e: &u32| *e != 7)
+        .layer(Scripted::new(&backend));
+
+    block_on(service.ready()).unwrap();
+    assert_eq!(Driver::new(service.call(1)).run(&timer), Err(7));
+    assert_eq!(backend.started(), 1);
+    assert_eq!(policy.stats().failures, 1);
+}
+
+#[test]
+fn classify_can_withdraw_a_response() {
+    let timer = ManualTimer::new();
+    // The original answers 0, an "empty" answer; the hedge answers 1.
+    let backend = Backend::new(&timer, [Step::ok(2, 0), Step::ok(1, 1)]);
+    let mut service = HedgeLayer::new(policy(&timer, 2, 10))
+        .classify(|r: &Result<u32, u32>| match r {
+            Ok(0) => Verdict::Withdraw,
+            Ok(_) => Verdict::Win,
+            Err(_) => Verdict::Retry,
+        })
+        .layer(Scripted::new(&backend));
+
+    block_on(service.ready()).unwrap();
+    assert_eq!(Driver::new(service.call(1)).run(&timer), Ok(1));
+    assert_eq!(
+        backend.starts(),
+        vec![(0, ms(0)), (1, ms(2))],
+        "withdrawn: next copy at once"
+    );
+}
+
+/// Hands out readiness permits; a clone starts unready, like tower's `Buffer`, and
+/// calling an instance that is not ready panics, as tower allows services to.
+struct Gated {
+    inner: Scripted,
+    gate: Arc<Gate>,
+    ready: bool,
+}
+
+#[derive(Default)]
+struct Gate {
+    permits: AtomicUsize,
+    polls: AtomicUsize,
+    fail: std::sync::atomic::AtomicBool,
+    waiters: Mutex<Vec<Waker>>,
+}
+
+impl Gate {
+    fn open(&self, permits: usize) {
+        self.permits.fetch_add(permits, SeqCst);
+        self.waiters.lock().unwrap().drain(..).for_each(Waker::wake);
+    }
+}
+
+impl Clone for Gated {
+    fn clone(&self) -> Self {
+        Gated {
+            inner: self.inner.clone(),
+            gate: Arc::clone(&self.gate),
+            ready: false,
+        }
+    }
+}
+
+impl Service<u32> for Gated {
+    type Response = u32;
+    type Error = u32;
+    type Future = CopyFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), u32>> {
+        self.gate.polls.fetch_add(1, SeqCst);
+        if self.ready {
+            return Poll::Ready(Ok(()));
+        }
+        if self.gate.fail.load(SeqCst) {
+            return Poll::Ready(Err(99));
+        }
+        let taken = self
+            .gate
+            .permits
+            .fetch_update(SeqCst, SeqCst, |p| p.checked_sub(1));
+        if taken.is_ok() {
+            self.ready = true;
+            return Poll::Ready(Ok(()));
+        }
+        self.gate.waiters.lock().unwrap().push(cx.waker().clone());
+        Poll::Pending
+    }
+
+    fn call(&mut self, request: u32) -> CopyFuture {
+        assert!(self.ready, "called before poll_ready returned Ready");
+        self.ready = false;
+        self.inner.call(request)
+    }
+}
+
+#[test]
+fn each_hedge_drives_its_own_service_clone_to_readiness() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(3, 1)]);
+    let gate = Arc::new(Gate::default());
+    let gated = Gated {
+        inner: Scripted::new(&backend),
+        gate: Arc::clone(&gate),
+        ready: false,
+    };
+    let mut service = HedgeService::new(gated, policy(&timer, 2, 10));
+
+    gate.open(1);
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(5));
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(backend.started(), 1);
+
+    // The hedge is due, but its service clone has no permit: it waits, unsent.
+    assert_eq!(call.run_until(&timer, ms(50)), None);
+    assert_eq!(
+        backend.started(),
+        1,
+        "a hedge is not sent before its service is ready"
+    );
+    let polls_while_waiting = gate.polls.load(SeqCst);
+
+    gate.open(1);
+    assert_eq!(
+        call.poll_if_woken(),
+        Some(Poll::Pending),
+        "readiness woke the call"
+    );
+    assert!(gate.polls.load(SeqCst) > polls_while_waiting);
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(50))]);
+    assert_eq!(call.run(&timer), Ok(1));
+    assert_eq!(timer.now(), ms(53));
+}
+
+#[test]
+fn a_hedge_whose_service_fails_readiness_is_a_failed_copy() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(30, 0)]);
+    let gate = Arc::new(Gate::default());
+    let gated = Gated {
+        inner: Scripted::new(&backend),
+        gate: Arc::clone(&gate),
+        ready: false,
+    };
+    let policy = policy(&timer, 2, 10);
+    let mut service = HedgeService::new(gated, policy.clone());
+
+    gate.open(1);
+    block_on(service.ready()).unwrap();
+    gate.fail.store(true, SeqCst);
+    let mut call = Driver::new(service.call(5));
+
+    assert_eq!(call.run(&timer), Ok(0), "the original still wins");
+    assert_eq!(timer.now(), ms(30));
+    assert_eq!(backend.started(), 1, "the failed hedge sent nothing");
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.wins, stats.hedge_wins), (1, 1, 0));
+}
+
+#[test]
+fn readiness_errors_of_the_inner_service_pass_through() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, []);
+    let gate = Arc::new(Gate::default());
+    gate.fail.store(true, SeqCst);
+    let gated = Gated {
+        inner: Scripted::new(&backend),
+        gate,
+        ready: false,
+    };
+    let mut service = HedgeService::new(gated, policy(&timer, 2, 10));
+    assert_eq!(block_on(service.ready()).err(), Some(99));
+}
+
+#[test]
+fn response_future_is_send_for_send_services() {
+    fn assert_send<T: Send>(_: &T) {}
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(0, 0)]);
+    let mut service = HedgeService::new(Scripted::new(&backend), policy(&timer, 2, 10));
+    let future = service.call(1);
+    assert_send(&future);
+    assert_eq!(block_on(future), Ok(0));
+}

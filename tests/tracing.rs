@@ -1,0 +1,123 @@
+//! The `tracing` events, recorded by a subscriber: a hedge launched, a copy failed, the
+//! winning copy's index; and nothing at all on the fast path.
+
+mod common;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use common::{ms, Backend, Driver, Step};
+use hedging::timer::ManualTimer;
+use hedging::{Hedgeable, Policy};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+/// Records every event as `message field=value ...`, checking target and level.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+struct Line(String);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            self.0.insert_str(0, &format!("{value:?}"));
+        } else {
+            self.0 += &format!(" {}={:?}", field.name(), value);
+        }
+    }
+}
+
+impl Subscriber for Recorder {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        assert_eq!(event.metadata().target(), "hedging");
+        assert_eq!(*event.metadata().level(), Level::DEBUG);
+        let mut line = Line(String::new());
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// Runs one call on `steps` under a recording subscriber; returns its output and events.
+fn record(max_copies: usize, steps: Vec<Step>) -> (Result<u32, u32>, Vec<String>) {
+    let recorder = Recorder::default();
+    let output = tracing::subscriber::with_default(recorder.clone(), || {
+        let timer = ManualTimer::new();
+        let backend = Backend::new(&timer, steps);
+        let policy = Policy::builder()
+            .max_copies(max_copies)
+            .delay(ms(10))
+            .timer(timer.clone())
+            .build();
+        let mut call = Driver::new(backend.factory().hedged(&policy));
+        call.run(&timer)
+    });
+    let events = recorder.0.lock().unwrap().clone();
+    (output, events)
+}
+
+#[test]
+fn fast_path_emits_nothing() {
+    assert_eq!(record(3, vec![Step::ok(0, 0)]), (Ok(0), vec![]));
+}
+
+#[test]
+fn hedging_off_emits_nothing_even_on_failure() {
+    assert_eq!(record(1, vec![Step::err(5, 9)]), (Err(9), vec![]));
+}
+
+#[test]
+fn original_winning_before_any_hedge_emits_nothing() {
+    assert_eq!(record(2, vec![Step::ok(5, 0)]), (Ok(0), vec![]));
+}
+
+#[test]
+fn hedge_launched_and_winner_are_reported() {
+    let (output, events) = record(3, vec![Step::never(), Step::ok(3, 1)]);
+    assert_eq!(output, Ok(1));
+    assert_eq!(
+        events,
+        [
+            "hedge launched copy=1 max_copies=3 elapsed_us=10000",
+            "hedge race won copy=1 launched=2",
+        ]
+    );
+}
+
+#[test]
+fn failed_copy_is_reported_before_the_next_starts() {
+    let (output, events) = record(2, vec![Step::err(4, 7), Step::ok(1, 1)]);
+    assert_eq!(output, Ok(1));
+    assert_eq!(
+        events,
+        [
+            "copy failed copy=0 panicked=false",
+            "hedge launched copy=1 max_copies=2 elapsed_us=4000",
+            "hedge race won copy=1 launched=2",
+        ]
+    );
+}
+
+#[test]
+fn original_winning_after_a_hedge_started_is_reported_as_copy_zero() {
+    let (output, events) = record(2, vec![Step::ok(15, 0), Step::ok(20, 1)]);
+    assert_eq!(output, Ok(0));
+    assert_eq!(
+        events,
+        [
+            "hedge launched copy=1 max_copies=2 elapsed_us=10000",
+            "hedge race won copy=0 launched=2",
+        ]
+    );
+}
