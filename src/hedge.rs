@@ -12,6 +12,7 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
+use crate::budget::Permits;
 use crate::ext::Factory;
 use crate::policy::{AsPolicy, Counter, Shared};
 use crate::timer::Timer;
@@ -153,7 +154,11 @@ where
                 race.launched = 1;
                 race.in_flight = 1;
                 let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
-                copies.as_mut().project().original.set(Some(factory.make(attempt)));
+                copies
+                    .as_mut()
+                    .project()
+                    .original
+                    .set(Some(factory.make(attempt)));
                 true
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
@@ -161,9 +166,9 @@ where
 
         // Poll every copy in flight; a win or a fatal error ends the race here.
         let catch = shared.catch_unwind;
-        let settled = copies
-            .as_mut()
-            .poll_each(cx, catch, |index, finished| race.settle(index, finished, classify));
+        let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
+            race.settle(index, finished, classify)
+        });
         if let Some(end) = settled {
             return Poll::Ready(race.finish(copies, shared, end));
         }
@@ -178,10 +183,16 @@ where
                     let end = race.give_up();
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
+                if !race.admit(shared) {
+                    let end = race.give_up();
+                    return Poll::Ready(race.finish(copies, shared, end));
+                }
                 // Every copy in flight failed: the next one starts now, not on schedule.
                 let now = timer.now();
                 let start = race.start_clock(now).max(now);
-                if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, start, cx) {
+                if let Some(end) =
+                    race.launch(copies.as_mut(), factory, classify, shared, start, cx)
+                {
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
                 continue;
@@ -201,6 +212,11 @@ where
             }
             if race.armed_for == Some(due) && copies.as_mut().poll_sleep(cx).is_pending() {
                 return race.pending(shared);
+            }
+            if !race.admit(shared) {
+                // Refused: no more timed copies for this call; a failure may still ask.
+                race.next_due = Due::Never;
+                continue;
             }
             if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, due, cx) {
                 return Poll::Ready(race.finish(copies, shared, end));
@@ -391,7 +407,10 @@ enum Due {
 
 /// How a race ends.
 enum End<T, E> {
-    Won { index: usize, result: Result<T, E> },
+    Won {
+        index: usize,
+        result: Result<T, E>,
+    },
     Failed(Result<T, E>),
     #[cfg(feature = "std")]
     Panicked(Panic),
@@ -422,6 +441,8 @@ struct Race<T, E> {
     kept: Option<Kept<T, E>>,
     #[cfg(feature = "std")]
     panic: Option<(usize, Panic)>,
+    /// The budget's `max_outstanding` slots this call's copies hold.
+    permits: Option<Permits>,
 }
 
 impl<T, E> Race<T, E> {
@@ -439,6 +460,23 @@ impl<T, E> Race<T, E> {
             kept: None,
             #[cfg(feature = "std")]
             panic: None,
+            permits: None,
+        }
+    }
+
+    /// Asks the policy's budget for the next copy beyond the first; `false` when refused.
+    fn admit<Tm>(&mut self, shared: &Shared<Tm>) -> bool {
+        match shared.admit_hedge() {
+            Ok(false) => true,
+            Ok(true) => {
+                let budget = shared.budget.as_ref().map(|linked| &linked.budget);
+                let budget = budget.expect("a slot comes from the policy's budget");
+                self.permits
+                    .get_or_insert_with(|| Permits::new(budget))
+                    .hold_one();
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -454,7 +492,10 @@ impl<T, E> Race<T, E> {
     fn next_due<Tm: Timer>(&mut self, shared: &Shared<Tm>) -> Option<Duration> {
         if self.next_due == Due::Unknown {
             let first_start = self.start_clock(shared.timer.now());
-            self.next_due = match shared.schedule.due(self.launched, self.last_start, first_start) {
+            self.next_due = match shared
+                .schedule
+                .due(self.launched, self.last_start, first_start)
+            {
                 Some(due) => Due::At(due),
                 None => Due::Never,
             };
@@ -495,9 +536,14 @@ impl<T, E> Race<T, E> {
         self.armed_for = None;
         shared.counters.add(&[Counter::Hedges]);
         let catch = shared.catch_unwind;
-        copies.push_and_poll(copy, index, self.max_copies, cx, catch, |index, finished| {
-            self.settle(index, finished, classify)
-        })
+        copies.push_and_poll(
+            copy,
+            index,
+            self.max_copies,
+            cx,
+            catch,
+            |index, finished| self.settle(index, finished, classify),
+        )
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
@@ -508,6 +554,11 @@ impl<T, E> Race<T, E> {
         classify: &mut C,
     ) -> Option<End<T, E>> {
         self.in_flight -= 1;
+        if index > 0 {
+            if let Some(permits) = &mut self.permits {
+                permits.release_one();
+            }
+        }
         let result = match finished {
             Finished::Output(result) => result,
             #[cfg(feature = "std")]
@@ -537,7 +588,9 @@ impl<T, E> Race<T, E> {
     fn keep(&mut self, index: usize, result: Result<T, E>, failed: bool) {
         let better = match &self.kept {
             None => true,
-            Some(kept) => (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index)),
+            Some(kept) => {
+                (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index))
+            }
         };
         if better {
             self.kept = Some(Kept {
@@ -564,13 +617,22 @@ impl<T, E> Race<T, E> {
     }
 
     /// Drops every copy and the timer, records the call, and yields its output.
-    fn finish<Fut: Future, S: Future<Output = ()>, Tm>(
+    fn finish<Fut: Future, S: Future<Output = ()>, Tm: Timer>(
         &mut self,
         copies: Pin<&mut Copies<Fut, S>>,
         shared: &Shared<Tm>,
         end: End<T, E>,
     ) -> Result<T, E> {
+        if let (Some(tracker), Some(first_start)) = (shared.schedule.tracker(), self.first_start) {
+            // The original's latency: exact if it won, a lower bound if it loses now.
+            let original_won = matches!(end, End::Won { index: 0, .. });
+            if original_won || copies.as_ref().get_ref().original.is_some() {
+                let now = shared.timer.now();
+                tracker.record(now.saturating_sub(first_start), now);
+            }
+        }
         copies.clear();
+        self.permits = None;
         self.phase = Phase::Done;
         let calls = (!self.call_counted).then_some(Counter::Calls);
         let (outcome, result) = match end {

@@ -80,7 +80,9 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+mod adaptive;
 mod attempt;
+mod budget;
 mod ext;
 mod hedge;
 mod policy;
@@ -88,6 +90,7 @@ mod schedule;
 pub mod timer;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
+pub use crate::budget::Budget;
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
 pub use crate::hedge::Hedge;
 pub use crate::policy::{AsPolicy, Policy, PolicyBuilder, Stats};

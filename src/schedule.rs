@@ -5,6 +5,8 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
+use crate::adaptive::LatencyTracker;
+
 /// The floor of the spread between copies once the `max_delay` cap is reached.
 pub(crate) const MIN_SPREAD: Duration = Duration::from_millis(1);
 
@@ -20,6 +22,8 @@ pub(crate) enum Delays {
     Fallback,
     /// A delay per copy; `None` stops the timed copies.
     PerCopy(DelayFn),
+    /// The same delay before every copy, read from the latency tracker when each is due.
+    Adaptive(Arc<LatencyTracker>),
 }
 
 impl fmt::Debug for Delays {
@@ -29,6 +33,7 @@ impl fmt::Debug for Delays {
             Delays::Fixed(delay) => f.debug_tuple("Fixed").field(delay).finish(),
             Delays::Fallback => f.write_str("Fallback"),
             Delays::PerCopy(_) => f.write_str("PerCopy(..)"),
+            Delays::Adaptive(tracker) => f.debug_tuple("Adaptive").field(tracker).finish(),
         }
     }
 }
@@ -50,6 +55,7 @@ impl Schedule {
             Delays::Fixed(delay) => Some(*delay),
             Delays::Fallback => None,
             Delays::PerCopy(delay_for) => delay_for(copy),
+            Delays::Adaptive(tracker) => Some(tracker.delay()),
         }
     }
 
@@ -64,7 +70,21 @@ impl Schedule {
         first_start: Duration,
     ) -> Option<Duration> {
         let delay = self.delay(copy)?;
-        Some(due_after(delay, self.max_delay, previous_start, first_start))
+        Some(due_after(
+            delay,
+            self.max_delay,
+            previous_start,
+            first_start,
+        ))
+    }
+
+    /// The latency tracker of an adaptive delay.
+    #[inline]
+    pub(crate) fn tracker(&self) -> Option<&LatencyTracker> {
+        match &self.delays {
+            Delays::Adaptive(tracker) => Some(tracker),
+            _ => None,
+        }
     }
 }
 
@@ -104,7 +124,10 @@ mod tests {
     #[test]
     fn fixed_delay_is_counted_from_the_previous_start() {
         let schedule = fixed(20 * MS, None);
-        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO), Some(20 * MS));
+        assert_eq!(
+            schedule.due(1, Duration::ZERO, Duration::ZERO),
+            Some(20 * MS)
+        );
         assert_eq!(schedule.due(2, 20 * MS, Duration::ZERO), Some(40 * MS));
         // A copy started early by a failure moves the next one with it.
         assert_eq!(schedule.due(2, 5 * MS, Duration::ZERO), Some(25 * MS));
@@ -113,7 +136,10 @@ mod tests {
     #[test]
     fn copies_past_max_delay_are_spread_a_quarter_delay_apart() {
         let schedule = fixed(40 * MS, Some(50 * MS));
-        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO), Some(40 * MS));
+        assert_eq!(
+            schedule.due(1, Duration::ZERO, Duration::ZERO),
+            Some(40 * MS)
+        );
         // 80 ms would pass the 50 ms cap: the copy goes out at the cap.
         assert_eq!(schedule.due(2, 40 * MS, Duration::ZERO), Some(50 * MS));
         // Past the cap, 10 ms (a quarter of 40) apart.
@@ -152,7 +178,9 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..10_000 {
             let delay = Duration::from_micros(rng.u64(0..100_000));
-            let max_delay = rng.bool().then(|| Duration::from_micros(rng.u64(0..100_000)));
+            let max_delay = rng
+                .bool()
+                .then(|| Duration::from_micros(rng.u64(0..100_000)));
             let first = Duration::from_micros(rng.u64(0..1_000));
             let previous = first + Duration::from_micros(rng.u64(0..200_000));
             let due = due_after(delay, max_delay, previous, first);
