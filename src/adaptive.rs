@@ -78,6 +78,9 @@ pub(crate) struct LatencyTracker {
     slot_nanos: u64,
     /// The slot being filled, as a count of slots since the clock's origin.
     current_slot: AtomicU64,
+    /// When the slot being filled ends, in nanoseconds: a recording compares against it
+    /// instead of dividing.
+    slot_end_nanos: AtomicU64,
     /// `SLOTS` rows of `BUCKETS` counters.
     counts: Box<[AtomicU32]>,
     /// The delay to use, in nanoseconds, or [`NO_ESTIMATE`].
@@ -92,13 +95,15 @@ impl LatencyTracker {
         max_delay: Duration,
     ) -> Self {
         let window_nanos = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
+        let slot_nanos = (window_nanos / u64::from(SLOTS_PER_WINDOW)).max(1);
         LatencyTracker {
             config,
             fallback: fallback.clamp(min_delay, max_delay),
             min_delay,
             max_delay,
-            slot_nanos: (window_nanos / u64::from(SLOTS_PER_WINDOW)).max(1),
+            slot_nanos,
             current_slot: AtomicU64::new(0),
+            slot_end_nanos: AtomicU64::new(slot_nanos),
             counts: (0..SLOTS as usize * BUCKETS)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
@@ -119,31 +124,32 @@ impl LatencyTracker {
     /// Records one latency observed at `now` (the policy's clock).
     #[inline]
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
-        let slot = self.slot_of(now);
-        let current = self.current_slot.load(Relaxed);
-        let slot = if slot > current {
-            self.rotate(current, slot)
+        let now_nanos = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
+            self.rotate(now_nanos / self.slot_nanos)
         } else {
-            current
+            self.current_slot.load(Relaxed)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
         self.counts[row + bucket_of(latency)].fetch_add(1, Relaxed);
     }
 
-    fn slot_of(&self, now: Duration) -> u64 {
-        u64::try_from(now.as_nanos()).unwrap_or(u64::MAX) / self.slot_nanos
-    }
-
-    /// Moves the ring from `seen` to `slot`: the thread that wins the move clears the
-    /// slots it reuses and publishes the estimate of the window that just completed.
-    /// Returns the slot to record into.
+    /// Moves the ring to `slot`: the thread that wins the move clears the slots it reuses
+    /// and publishes the estimate of the window that just completed. Returns the slot to
+    /// record into.
     #[cold]
-    fn rotate(&self, seen: u64, slot: u64) -> u64 {
+    fn rotate(&self, slot: u64) -> u64 {
+        let seen = self.current_slot.load(Relaxed);
+        if slot <= seen {
+            return seen;
+        }
         match self
             .current_slot
             .compare_exchange(seen, slot, Relaxed, Relaxed)
         {
             Ok(_) => {
+                let end = slot.saturating_add(1).saturating_mul(self.slot_nanos);
+                self.slot_end_nanos.store(end, Relaxed);
                 // A recording racing this clear may be lost; one sample in a window is noise.
                 for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
                     let row = (stale % SLOTS) as usize * BUCKETS;
