@@ -30,6 +30,13 @@ const MAX_BITS: u32 = 40;
 const BUCKETS: usize = LINEAR as usize + ((MAX_BITS - SUB_BITS) as usize) * (1 << SUB_BITS);
 /// Slots in the ring: four complete ones make the window, one is being filled.
 const SLOTS: u64 = 5;
+/// Copies of the ring, so threads recording at once rarely share a cache line.
+#[cfg(feature = "std")]
+const STRIPES: usize = 4;
+#[cfg(not(feature = "std"))]
+const STRIPES: usize = 1;
+/// Counters per stripe.
+const STRIPE_LEN: usize = SLOTS as usize * BUCKETS;
 /// Complete slots per window.
 const SLOTS_PER_WINDOW: u32 = (SLOTS - 1) as u32;
 /// The cached delay before enough samples exist.
@@ -38,7 +45,9 @@ const NO_ESTIMATE: u64 = u64::MAX;
 /// The bucket of a latency, counted in whole microseconds.
 #[inline]
 fn bucket_of(latency: Duration) -> usize {
-    let micros = (latency.as_micros() as u64).min((1 << MAX_BITS) - 1);
+    // Whole seconds are clamped first so the multiplication cannot overflow.
+    let secs = latency.as_secs().min(1 << MAX_BITS);
+    let micros = (secs * 1_000_000 + u64::from(latency.subsec_micros())).min((1 << MAX_BITS) - 1);
     if micros < LINEAR {
         return micros as usize;
     }
@@ -81,7 +90,7 @@ pub(crate) struct LatencyTracker {
     /// When the slot being filled ends, in nanoseconds: a recording compares against it
     /// instead of dividing.
     slot_end_nanos: AtomicU64,
-    /// `SLOTS` rows of `BUCKETS` counters.
+    /// `STRIPES` stripes of `SLOTS` rows of `BUCKETS` counters.
     counts: Box<[AtomicU32]>,
     /// The delay to use, in nanoseconds, or [`NO_ESTIMATE`].
     estimate_nanos: AtomicU64,
@@ -104,7 +113,7 @@ impl LatencyTracker {
             slot_nanos,
             current_slot: AtomicU64::new(0),
             slot_end_nanos: AtomicU64::new(slot_nanos),
-            counts: (0..SLOTS as usize * BUCKETS)
+            counts: (0..STRIPES * STRIPE_LEN)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
             estimate_nanos: AtomicU64::new(NO_ESTIMATE),
@@ -124,14 +133,14 @@ impl LatencyTracker {
     /// Records one latency observed at `now` (the policy's clock).
     #[inline]
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
-        let now_nanos = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        let now_nanos = nanos(now);
         let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
             self.rotate(now_nanos / self.slot_nanos)
         } else {
             self.current_slot.load(Relaxed)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
-        self.counts[row + bucket_of(latency)].fetch_add(1, Relaxed);
+        self.counts[stripe() * STRIPE_LEN + row + bucket_of(latency)].fetch_add(1, Relaxed);
     }
 
     /// Moves the ring to `slot`: the thread that wins the move clears the slots it reuses
@@ -153,9 +162,11 @@ impl LatencyTracker {
                 // A recording racing this clear may be lost; one sample in a window is noise.
                 for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
                     let row = (stale % SLOTS) as usize * BUCKETS;
-                    self.counts[row..row + BUCKETS]
-                        .iter()
-                        .for_each(|count| count.store(0, Relaxed));
+                    for stripe in self.counts.chunks(STRIPE_LEN) {
+                        stripe[row..row + BUCKETS]
+                            .iter()
+                            .for_each(|count| count.store(0, Relaxed));
+                    }
                 }
                 self.publish(slot);
                 slot
@@ -174,7 +185,12 @@ impl LatencyTracker {
         let count_at = |bucket: usize| -> u64 {
             rows.iter()
                 .flatten()
-                .map(|row| u64::from(self.counts[row + bucket].load(Relaxed)))
+                .flat_map(|row| {
+                    self.counts
+                        .chunks(STRIPE_LEN)
+                        .map(move |stripe| &stripe[row + bucket])
+                })
+                .map(|count| u64::from(count.load(Relaxed)))
                 .sum()
         };
         let estimate = quantile_micros(count_at, self.config.quantile, self.config.min_samples)
@@ -184,6 +200,23 @@ impl LatencyTracker {
         });
         self.estimate_nanos.store(nanos, Relaxed);
     }
+}
+
+/// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
+#[inline]
+fn nanos(time: Duration) -> u64 {
+    time.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(time.subsec_nanos()))
+}
+
+/// The stripe this thread records into.
+#[inline]
+fn stripe() -> usize {
+    #[cfg(feature = "std")]
+    return crate::policy::thread_slot::current().map_or(0, |slot| slot % STRIPES);
+    #[cfg(not(feature = "std"))]
+    return 0;
 }
 
 /// The upper edge of the bucket holding the `quantile` of the counts `count_at` gives per
@@ -198,8 +231,10 @@ fn quantile_micros(
         return None;
     }
     // The nearest-rank quantile: the smallest value with at least `quantile` of the
-    // samples at or below it. The epsilon keeps 0.95 * 100 from rounding up to rank 96.
-    let rank = ((quantile * total as f64 - 1e-9).ceil() as u64).clamp(1, total);
+    // samples at or below it. In parts per million, so 0.95 * 100 is exactly rank 95.
+    let parts = (quantile * 1e6 + 0.5) as u128;
+    let rank = (parts * u128::from(total)).div_ceil(1_000_000) as u64;
+    let rank = rank.clamp(1, total);
     let mut seen = 0;
     (0..BUCKETS)
         .find(|&bucket| {

@@ -70,8 +70,8 @@ impl Budget {
     /// burst can be spent. An infinite one fills the bucket on every call.
     pub fn new(ratio: f64) -> Self {
         let ratio = if ratio.is_nan() { 0.0 } else { ratio.max(0.0) };
-        // Saturating float-to-int conversion: infinity becomes u64::MAX.
-        let ratio_units = (ratio * UNIT as f64).round() as u64;
+        // Rounded; the conversion saturates, so infinity becomes u64::MAX.
+        let ratio_units = (ratio * UNIT as f64 + 0.5) as u64;
         Budget::with(ratio_units, DEFAULT_BURST * UNIT, UNCAPPED)
     }
 
@@ -98,7 +98,7 @@ impl Budget {
         } else {
             tokens.max(1.0)
         };
-        let burst_units = (tokens * UNIT as f64).round() as u64;
+        let burst_units = (tokens * UNIT as f64 + 0.5) as u64;
         Budget::with(
             self.inner.ratio_units,
             burst_units,

@@ -728,7 +728,7 @@ impl Counters {
 
 /// Gives each thread a shard index of its own while it lives.
 #[cfg(feature = "std")]
-mod thread_slot {
+pub(crate) mod thread_slot {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     use std::sync::Mutex;
@@ -762,7 +762,7 @@ mod thread_slot {
 
     /// This thread's shard, or `None` to use the overflow shard.
     #[inline]
-    pub(super) fn current() -> Option<usize> {
+    pub(crate) fn current() -> Option<usize> {
         SLOT.try_with(|slot| match slot.0.get() {
             UNASSIGNED => {
                 let index = claim();
