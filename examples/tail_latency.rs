@@ -60,9 +60,9 @@ mod real {
 
     use crate::lab::{self, Config, Delay};
 
-    /// Latencies ×10 (a 10 ms median): timers wake up to about a millisecond late, which
+    /// Latencies ×20 (a 20 ms median): timers wake up to about a millisecond late, which
     /// would swamp a 1 ms median.
-    const SCALE: u32 = 10;
+    const SCALE: u32 = 20;
     const CALLS: usize = 20_000;
 
     pub(crate) fn run() {
@@ -73,7 +73,7 @@ mod real {
             lab::RATE
         );
         println!(
-            "| {:<27} | {:>21} | {:>21} | {:>21} | {:>15} |",
+            "| {:<27} | {:>24} | {:>24} | {:>24} | {:>17} |",
             "configuration",
             "p50 real / sim",
             "p99 real / sim",
@@ -81,7 +81,7 @@ mod real {
             "extra real / sim"
         );
         println!(
-            "|{:-<29}|{:->23}|{:->23}|{:->23}|{:->17}|",
+            "|{:-<29}|{:->26}|{:->26}|{:->26}|{:->19}|",
             "", "", "", "", ""
         );
         let configs = [
@@ -117,7 +117,7 @@ mod real {
                 ));
             }
             println!(
-                "| {:<27} | {:>21} | {:>21} | {:>21} | {:>6.2}% / {:.2}% |",
+                "| {:<27} | {:>24} | {:>24} | {:>24} | {:>7.2}% / {:.2}% |",
                 config.label(),
                 cells[0],
                 cells[1],

@@ -623,16 +623,20 @@ impl<T, E> Race<T, E> {
         shared: &Shared<Tm>,
         end: End<T, E>,
     ) -> Result<T, E> {
-        if let (Some(tracker), Some(first_start)) = (shared.schedule.tracker(), self.first_start) {
-            // The original's latency: exact if it won, a lower bound if it loses now.
-            let original_won = matches!(end, End::Won { index: 0, .. });
-            if original_won || copies.as_ref().get_ref().original.is_some() {
-                let now = shared.timer.now();
-                tracker.record(now.saturating_sub(first_start), now);
+        // The clock runs only once a call waited: an instant answer skips all of this.
+        if let Some(first_start) = self.first_start {
+            if let Some(tracker) = shared.schedule.tracker() {
+                // The original's latency: exact if it won, a lower bound if it loses now.
+                let original_won = matches!(end, End::Won { index: 0, .. });
+                if original_won || copies.as_ref().get_ref().original.is_some() {
+                    let now = shared.timer.now();
+                    tracker.record(now.saturating_sub(first_start), now);
+                }
             }
+            // Give back the budget's slots with the copies that held them.
+            self.permits = None;
         }
         copies.clear();
-        self.permits = None;
         self.phase = Phase::Done;
         let calls = (!self.call_counted).then_some(Counter::Calls);
         let (outcome, result) = match end {

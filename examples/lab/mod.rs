@@ -859,7 +859,7 @@ pub fn svg(reports: &[Report]) -> String {
     {
         let (column, line) = match index {
             0 => (0, 0),
-            index => ((index + 1) / 2, (index + 1) % 2),
+            index => (index.div_ceil(2), (index + 1) % 2),
         };
         let x = 60.0 + column as f64 * 260.0;
         let legend_y = height - 45.0 + line as f64 * 20.0;
