@@ -154,11 +154,7 @@ where
                 race.launched = 1;
                 race.in_flight = 1;
                 let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
-                copies
-                    .as_mut()
-                    .project()
-                    .original
-                    .set(Some(factory.make(attempt)));
+                copies.as_mut().project().original.set(Some(factory.make(attempt)));
                 true
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
@@ -166,9 +162,9 @@ where
 
         // Poll every copy in flight; a win or a fatal error ends the race here.
         let catch = shared.catch_unwind;
-        let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
-            race.settle(index, finished, classify)
-        });
+        let settled = copies
+            .as_mut()
+            .poll_each(cx, catch, |index, finished| race.settle(index, finished, classify));
         if let Some(end) = settled {
             return Poll::Ready(race.finish(copies, shared, end));
         }
@@ -190,9 +186,7 @@ where
                 // Every copy in flight failed: the next one starts now, not on schedule.
                 let now = timer.now();
                 let start = race.start_clock(now).max(now);
-                if let Some(end) =
-                    race.launch(copies.as_mut(), factory, classify, shared, start, cx)
-                {
+                if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, start, cx) {
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
                 continue;
@@ -407,10 +401,7 @@ enum Due {
 
 /// How a race ends.
 enum End<T, E> {
-    Won {
-        index: usize,
-        result: Result<T, E>,
-    },
+    Won { index: usize, result: Result<T, E> },
     Failed(Result<T, E>),
     #[cfg(feature = "std")]
     Panicked(Panic),
@@ -471,9 +462,7 @@ impl<T, E> Race<T, E> {
             Ok(true) => {
                 let budget = shared.budget.as_ref().map(|linked| &linked.budget);
                 let budget = budget.expect("a slot comes from the policy's budget");
-                self.permits
-                    .get_or_insert_with(|| Permits::new(budget))
-                    .hold_one();
+                self.permits.get_or_insert_with(|| Permits::new(budget)).hold_one();
                 true
             }
             Err(_) => false,
@@ -492,10 +481,7 @@ impl<T, E> Race<T, E> {
     fn next_due<Tm: Timer>(&mut self, shared: &Shared<Tm>) -> Option<Duration> {
         if self.next_due == Due::Unknown {
             let first_start = self.start_clock(shared.timer.now());
-            self.next_due = match shared
-                .schedule
-                .due(self.launched, self.last_start, first_start)
-            {
+            self.next_due = match shared.schedule.due(self.launched, self.last_start, first_start) {
                 Some(due) => Due::At(due),
                 None => Due::Never,
             };
@@ -536,14 +522,9 @@ impl<T, E> Race<T, E> {
         self.armed_for = None;
         shared.counters.add(&[Counter::Hedges]);
         let catch = shared.catch_unwind;
-        copies.push_and_poll(
-            copy,
-            index,
-            self.max_copies,
-            cx,
-            catch,
-            |index, finished| self.settle(index, finished, classify),
-        )
+        copies.push_and_poll(copy, index, self.max_copies, cx, catch, |index, finished| {
+            self.settle(index, finished, classify)
+        })
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
@@ -588,9 +569,7 @@ impl<T, E> Race<T, E> {
     fn keep(&mut self, index: usize, result: Result<T, E>, failed: bool) {
         let better = match &self.kept {
             None => true,
-            Some(kept) => {
-                (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index))
-            }
+            Some(kept) => (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index)),
         };
         if better {
             self.kept = Some(Kept {

@@ -136,10 +136,7 @@ impl<T: fmt::Debug> fmt::Debug for Policy<T> {
             .field("hedge_probability", &shared.hedge_probability)
             .field("on_hedge", &shared.on_hedge.is_some())
             .field("catch_unwind", &shared.catch_unwind)
-            .field(
-                "budget",
-                &shared.budget.as_ref().map(|linked| &linked.budget),
-            )
+            .field("budget", &shared.budget.as_ref().map(|linked| &linked.budget))
             .field("timer", &shared.timer)
             .field("stats", &self.stats())
             .finish()
@@ -350,8 +347,8 @@ impl<T> PolicyBuilder<T> {
     /// - an original that fails, or answers on its first poll (no clock is read then, to
     ///   keep the fast path free of work), is not recorded.
     ///
-    /// Recording is one relaxed atomic increment (two reads of the clock per call); see
-    /// `benches/adaptive.rs`.
+    /// Recording is one relaxed atomic increment plus one read of the clock when the call
+    /// ends; see `benches/adaptive.rs`.
     ///
     /// # Decay
     ///
@@ -468,9 +465,7 @@ impl<T> PolicyBuilder<T> {
     {
         let (delays, max_delay) = match (self.delays, self.adaptive) {
             (Delays::Fixed(fallback), Some(adaptive)) => {
-                let max_delay = self
-                    .max_delay
-                    .map(|max_delay| max_delay.max(self.min_delay));
+                let max_delay = self.max_delay.map(|max_delay| max_delay.max(self.min_delay));
                 let config = AdaptiveConfig {
                     min_samples: self.min_samples,
                     window: self.window,
@@ -480,10 +475,7 @@ impl<T> PolicyBuilder<T> {
                 let tracker = LatencyTracker::new(config, fallback, self.min_delay, upper);
                 (Delays::Adaptive(Arc::new(tracker)), max_delay)
             }
-            (Delays::Fixed(delay), _) => (
-                Delays::Fixed(delay),
-                self.max_delay.map(|max| max.max(delay)),
-            ),
+            (Delays::Fixed(delay), _) => (Delays::Fixed(delay), self.max_delay.map(|max| max.max(delay))),
             (delays, _) => (delays, self.max_delay),
         };
         Policy {
@@ -568,10 +560,7 @@ impl<T> Shared<T> {
         let calls = self.counters.total(Counter::Calls);
         let credited = linked.credited_calls.fetch_max(calls, Relaxed);
         linked.budget.deposit_calls(calls.saturating_sub(credited));
-        linked
-            .budget
-            .withdraw()
-            .inspect_err(|_| self.budget_refused())
+        linked.budget.withdraw().inspect_err(|_| self.budget_refused())
     }
 
     /// The one place a budget refusal is recorded.
@@ -584,8 +573,7 @@ impl<T> Shared<T> {
         #[cfg(feature = "std")]
         let draw = fastrand::f64();
         #[cfg(not(feature = "std"))]
-        let draw =
-            fastrand::Rng::with_seed(self.rng_seed.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)).f64();
+        let draw = fastrand::Rng::with_seed(self.rng_seed.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)).f64();
         draw < self.hedge_probability
     }
 }
@@ -713,9 +701,10 @@ impl Counters {
         let index = counter as usize;
         let total = self.overflow.0[index].load(Relaxed);
         #[cfg(feature = "std")]
-        let total = self.shards.iter().fold(total, |total, shard| {
-            total.wrapping_add(shard.0[index].load(Relaxed))
-        });
+        let total = self
+            .shards
+            .iter()
+            .fold(total, |total, shard| total.wrapping_add(shard.0[index].load(Relaxed)));
         total
     }
 

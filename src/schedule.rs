@@ -70,12 +70,7 @@ impl Schedule {
         first_start: Duration,
     ) -> Option<Duration> {
         let delay = self.delay(copy)?;
-        Some(due_after(
-            delay,
-            self.max_delay,
-            previous_start,
-            first_start,
-        ))
+        Some(due_after(delay, self.max_delay, previous_start, first_start))
     }
 
     /// The latency tracker of an adaptive delay.
@@ -124,10 +119,7 @@ mod tests {
     #[test]
     fn fixed_delay_is_counted_from_the_previous_start() {
         let schedule = fixed(20 * MS, None);
-        assert_eq!(
-            schedule.due(1, Duration::ZERO, Duration::ZERO),
-            Some(20 * MS)
-        );
+        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO), Some(20 * MS));
         assert_eq!(schedule.due(2, 20 * MS, Duration::ZERO), Some(40 * MS));
         // A copy started early by a failure moves the next one with it.
         assert_eq!(schedule.due(2, 5 * MS, Duration::ZERO), Some(25 * MS));
@@ -136,10 +128,7 @@ mod tests {
     #[test]
     fn copies_past_max_delay_are_spread_a_quarter_delay_apart() {
         let schedule = fixed(40 * MS, Some(50 * MS));
-        assert_eq!(
-            schedule.due(1, Duration::ZERO, Duration::ZERO),
-            Some(40 * MS)
-        );
+        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO), Some(40 * MS));
         // 80 ms would pass the 50 ms cap: the copy goes out at the cap.
         assert_eq!(schedule.due(2, 40 * MS, Duration::ZERO), Some(50 * MS));
         // Past the cap, 10 ms (a quarter of 40) apart.
@@ -178,9 +167,7 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..10_000 {
             let delay = Duration::from_micros(rng.u64(0..100_000));
-            let max_delay = rng
-                .bool()
-                .then(|| Duration::from_micros(rng.u64(0..100_000)));
+            let max_delay = rng.bool().then(|| Duration::from_micros(rng.u64(0..100_000)));
             let first = Duration::from_micros(rng.u64(0..1_000));
             let previous = first + Duration::from_micros(rng.u64(0..200_000));
             let due = due_after(delay, max_delay, previous, first);

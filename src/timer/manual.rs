@@ -108,9 +108,7 @@ impl ManualTimer {
     fn lock(&self) -> MutexGuard<'_, Clock> {
         // A panic while holding the lock leaves the clock consistent: every update is
         // a single assignment.
-        self.clock
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.clock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -137,17 +135,8 @@ impl Timer for ManualTimer {
         clock.next_id += 1;
         clock.sleeps_created += 1;
         let deadline = clock.now.saturating_add(after);
-        clock.sleeps.insert(
-            id,
-            Registration {
-                deadline,
-                waker: None,
-            },
-        );
-        ManualSleep {
-            timer: self.clone(),
-            id,
-        }
+        clock.sleeps.insert(id, Registration { deadline, waker: None });
+        ManualSleep { timer: self.clone(), id }
     }
 
     fn reset(&self, sleep: Pin<&mut ManualSleep>, after: Duration) {
@@ -195,8 +184,6 @@ impl Drop for ManualSleep {
 impl fmt::Debug for ManualSleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let deadline = self.timer.lock().sleeps.get(&self.id).map(|r| r.deadline);
-        f.debug_struct("ManualSleep")
-            .field("deadline", &deadline)
-            .finish()
+        f.debug_struct("ManualSleep").field("deadline", &deadline).finish()
     }
 }

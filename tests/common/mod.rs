@@ -36,28 +36,16 @@ pub enum End {
 
 impl Step {
     pub fn ok(after_ms: u64, value: u32) -> Step {
-        Step {
-            after: ms(after_ms),
-            end: End::Ok(value),
-        }
+        Step { after: ms(after_ms), end: End::Ok(value) }
     }
     pub fn err(after_ms: u64, error: u32) -> Step {
-        Step {
-            after: ms(after_ms),
-            end: End::Err(error),
-        }
+        Step { after: ms(after_ms), end: End::Err(error) }
     }
     pub fn panic(after_ms: u64) -> Step {
-        Step {
-            after: ms(after_ms),
-            end: End::Panic,
-        }
+        Step { after: ms(after_ms), end: End::Panic }
     }
     pub fn never() -> Step {
-        Step {
-            after: Duration::ZERO,
-            end: End::Never,
-        }
+        Step { after: Duration::ZERO, end: End::Never }
     }
 }
 
@@ -97,11 +85,7 @@ impl Backend {
 
     pub fn copy(&self, index: usize) -> CopyFuture {
         let step = self.steps[index];
-        self.log
-            .lock()
-            .unwrap()
-            .starts
-            .push((index, self.timer.now()));
+        self.log.lock().unwrap().starts.push((index, self.timer.now()));
         let sleep = self.timer.sleep(step.after);
         Box::pin(ScriptedCopy {
             step,
