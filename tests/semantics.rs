@@ -30,11 +30,7 @@ fn hedge_orig_completes_first() {
 
     assert_eq!(call.run(&timer), Ok(0));
     assert_eq!(timer.now(), ms(5));
-    assert_eq!(
-        backend.starts(),
-        vec![(0, ms(0))],
-        "no hedge before its delay"
-    );
+    assert_eq!(backend.starts(), vec![(0, ms(0))], "no hedge before its delay");
     assert_eq!(policy.stats().hedges, 0);
 }
 
@@ -76,11 +72,7 @@ fn completes_before_hedge_arms_one_timer_and_drops_it() {
     // The copy's own sleep plus the hedge timer.
     assert_eq!(timer.live_sleeps(), 2);
     assert_eq!(call.run(&timer), Ok(0));
-    assert_eq!(
-        timer.live_sleeps(),
-        0,
-        "the hedge timer is dropped with the call's end"
-    );
+    assert_eq!(timer.live_sleeps(), 0, "the hedge timer is dropped with the call's end");
 }
 
 #[test]
@@ -116,11 +108,8 @@ fn output_type_is_the_copies_result() {
 
     let timer = ManualTimer::new();
     let policy = policy(&timer, 2, 10);
-    let answer: Result<Vec<u8>, NotFound> = futures::executor::block_on(
-        (|| async { Err(NotFound("key")) })
-            .hedged(&policy)
-            .when(|_| false),
-    );
+    let answer: Result<Vec<u8>, NotFound> =
+        futures::executor::block_on((|| async { Err(NotFound("key")) }).hedged(&policy).when(|_| false));
     assert_eq!(answer, Err(NotFound("key")));
 }
 
@@ -130,10 +119,7 @@ fn output_type_is_the_copies_result() {
 fn all_failed_returns_lowest_index_error() {
     let timer = ManualTimer::new();
     // Copy 0 fails last, copy 2 first: the error of copy 0 still comes back.
-    let backend = Backend::new(
-        &timer,
-        [Step::err(35, 100), Step::err(20, 101), Step::err(5, 102)],
-    );
+    let backend = Backend::new(&timer, [Step::err(35, 100), Step::err(20, 101), Step::err(5, 102)]);
     let policy = policy(&timer, 3, 10);
     let mut call = Driver::new(backend.factory().hedged(&policy));
 
@@ -146,10 +132,7 @@ fn all_failed_returns_lowest_index_error() {
 #[test]
 fn a_later_win_beats_earlier_failures() {
     let timer = ManualTimer::new();
-    let backend = Backend::new(
-        &timer,
-        [Step::err(1, 100), Step::err(1, 101), Step::ok(1, 2)],
-    );
+    let backend = Backend::new(&timer, [Step::err(1, 100), Step::err(1, 101), Step::ok(1, 2)]);
     let policy = policy(&timer, 3, 10);
     let mut call = Driver::new(backend.factory().hedged(&policy));
     assert_eq!(call.run(&timer), Ok(2));
@@ -172,18 +155,11 @@ fn a_fast_failure_starts_the_next_copy_at_once() {
 #[test]
 fn an_immediate_failure_starts_the_next_copy_in_the_same_poll() {
     let timer = ManualTimer::new();
-    let backend = Backend::new(
-        &timer,
-        [Step::err(0, 100), Step::err(0, 101), Step::ok(0, 2)],
-    );
+    let backend = Backend::new(&timer, [Step::err(0, 100), Step::err(0, 101), Step::ok(0, 2)]);
     let policy = policy(&timer, 3, 10);
     let mut call = Driver::new(backend.factory().hedged(&policy));
     assert_eq!(call.poll(), Poll::Ready(Ok(2)));
-    assert_eq!(
-        timer.sleeps_created(),
-        3,
-        "only the copies' own sleeps: no hedge timer"
-    );
+    assert_eq!(timer.sleeps_created(), 3, "only the copies' own sleeps: no hedge timer");
 }
 
 #[test]
@@ -214,30 +190,18 @@ fn the_schedule_counts_from_a_copy_started_early() {
 #[test]
 fn copy_k_starts_k_delays_after_the_original() {
     let timer = ManualTimer::new();
-    let backend = Backend::new(
-        &timer,
-        [Step::never(), Step::never(), Step::never(), Step::ok(1, 3)],
-    );
+    let backend = Backend::new(&timer, [Step::never(), Step::never(), Step::never(), Step::ok(1, 3)]);
     let policy = policy(&timer, 4, 10);
     let mut call = Driver::new(backend.factory().hedged(&policy));
 
     assert_eq!(call.run(&timer), Ok(3));
-    assert_eq!(
-        backend.starts(),
-        vec![(0, ms(0)), (1, ms(10)), (2, ms(20)), (3, ms(30))]
-    );
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10)), (2, ms(20)), (3, ms(30))]);
 }
 
 #[test]
 fn copies_past_max_delay_are_spread_a_quarter_delay_apart() {
     let timer = ManualTimer::new();
-    let steps = [
-        Step::never(),
-        Step::never(),
-        Step::never(),
-        Step::never(),
-        Step::ok(0, 4),
-    ];
+    let steps = [Step::never(), Step::never(), Step::never(), Step::never(), Step::ok(0, 4)];
     let backend = Backend::new(&timer, steps);
     let policy = Policy::builder()
         .max_copies(5)
@@ -274,11 +238,7 @@ fn a_late_timer_does_not_push_the_schedule_back() {
 fn parallel_starts_every_copy_at_once_without_a_timer() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::never(), Step::ok(3, 1), Step::ok(5, 2)]);
-    let policy = Policy::builder()
-        .max_copies(3)
-        .parallel()
-        .timer(timer.clone())
-        .build();
+    let policy = Policy::builder().max_copies(3).parallel().timer(timer.clone()).build();
     let mut call = Driver::new(backend.factory().hedged(&policy));
 
     assert_eq!(call.poll(), Poll::Pending);
@@ -302,11 +262,7 @@ fn zero_delay_is_parallel() {
 fn fallback_starts_the_next_copy_only_after_a_failure() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::err(500, 100), Step::ok(5, 1)]);
-    let policy = Policy::builder()
-        .max_copies(2)
-        .fallback()
-        .timer(timer.clone())
-        .build();
+    let policy = Policy::builder().max_copies(2).fallback().timer(timer.clone()).build();
     let mut call = Driver::new(backend.factory().hedged(&policy));
 
     assert_eq!(call.run_until(&timer, ms(499)), None);
@@ -349,11 +305,7 @@ fn delay_fn_none_stops_timed_copies_but_not_failover() {
     // Copy 1 at 10; copy 2 is never timed, and copy 0 never ends, so the race waits.
     assert_eq!(call.run_until(&timer, ms(1_000)), None);
     assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
-    assert_eq!(
-        *asked.lock().unwrap(),
-        vec![1, 2],
-        "the function runs once per copy"
-    );
+    assert_eq!(*asked.lock().unwrap(), vec![1, 2], "the function runs once per copy");
 }
 
 // --- Parallelism cap -----------------------------------------------------------------
@@ -408,13 +360,7 @@ fn an_original_ready_at_once_arms_no_timer() {
 #[test]
 fn one_timer_per_call_is_rearmed_for_later_copies() {
     let timer = ManualTimer::new();
-    let steps = [
-        Step::never(),
-        Step::never(),
-        Step::never(),
-        Step::never(),
-        Step::ok(0, 4),
-    ];
+    let steps = [Step::never(), Step::never(), Step::never(), Step::never(), Step::ok(0, 4)];
     let backend = Backend::new(&timer, steps);
     let policy = policy(&timer, 5, 10);
     let mut call = Driver::new((|a: Attempt| backend.copy(a.index())).hedged(&policy));
@@ -500,21 +446,14 @@ fn hedge_probability_one_always_hedges() {
 fn hedge_probability_is_rolled_once_per_call() {
     let hedges = hedges_over(2_000, 0.25);
     // 500 expected, standard deviation about 19: a wide band that still fails for 0 or 1.
-    assert!(
-        (350..=650).contains(&hedges),
-        "{hedges} hedges for p = 0.25"
-    );
+    assert!((350..=650).contains(&hedges), "{hedges} hedges for p = 0.25");
 }
 
 #[test]
 fn a_missed_roll_runs_the_original_alone_even_after_a_failure() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::err(1, 100), Step::ok(1, 1)]);
-    let policy = Policy::builder()
-        .max_copies(2)
-        .hedge_probability(0.0)
-        .timer(timer.clone())
-        .build();
+    let policy = Policy::builder().max_copies(2).hedge_probability(0.0).timer(timer.clone()).build();
     let mut call = Driver::new(backend.factory().hedged(&policy));
     assert_eq!(call.run(&timer), Err(100));
     assert_eq!(backend.started(), 1);
@@ -553,10 +492,7 @@ fn on_hedge_runs_just_before_each_hedge_starts() {
 fn attempt_describes_each_copy() {
     let timer = ManualTimer::new();
     // Copy 0 fails at 4 and copy 1 at 7: each failure starts the next copy at once.
-    let backend = Backend::new(
-        &timer,
-        [Step::err(4, 100), Step::err(3, 101), Step::ok(1, 2)],
-    );
+    let backend = Backend::new(&timer, [Step::err(4, 100), Step::err(3, 101), Step::ok(1, 2)]);
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let policy = policy(&timer, 3, 10);
     let mut factory = backend.factory();
@@ -571,14 +507,8 @@ fn attempt_describes_each_copy() {
 
     assert_eq!(call.run(&timer), Ok(2));
     let attempts = attempts.lock().unwrap();
-    let summary: Vec<_> = attempts
-        .iter()
-        .map(|a| (a.index(), a.is_hedge(), a.elapsed()))
-        .collect();
-    assert_eq!(
-        summary,
-        vec![(0, false, ms(0)), (1, true, ms(4)), (2, true, ms(7))]
-    );
+    let summary: Vec<_> = attempts.iter().map(|a| (a.index(), a.is_hedge(), a.elapsed())).collect();
+    assert_eq!(summary, vec![(0, false, ms(0)), (1, true, ms(4)), (2, true, ms(7))]);
 }
 
 // --- Stats ---------------------------------------------------------------------------
@@ -641,11 +571,7 @@ fn a_non_retryable_error_ends_the_race() {
     assert_eq!(call.run(&timer), Err(404));
     assert_eq!(timer.now(), ms(11));
     assert_eq!(backend.started(), 2);
-    assert_eq!(
-        backend.alive(),
-        0,
-        "the original was dropped with the fatal error"
-    );
+    assert_eq!(backend.alive(), 0, "the original was dropped with the fatal error");
     assert_eq!(policy.stats().failures, 1);
 }
 
@@ -663,12 +589,10 @@ fn classify_can_retry_an_ok_and_win_an_err() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::ok(1, 0), Step::err(1, 7)]);
     let policy = policy(&timer, 2, 10);
-    let mut call = Driver::new(backend.factory().hedged(&policy).classify(
-        |r: &Result<u32, u32>| match r {
-            Ok(0) => Verdict::Retry,
-            _ => Verdict::Win,
-        },
-    ));
+    let mut call = Driver::new(backend.factory().hedged(&policy).classify(|r: &Result<u32, u32>| match r {
+        Ok(0) => Verdict::Retry,
+        _ => Verdict::Win,
+    }));
     assert_eq!(call.run(&timer), Err(7));
     assert_eq!(policy.stats().wins, 1);
 }
@@ -678,13 +602,11 @@ fn withdrawn_copies_are_neither_wins_nor_failures() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::ok(1, 0), Step::err(1, 101), Step::ok(1, 2)]);
     let policy = policy(&timer, 3, 10);
-    let mut call = Driver::new(backend.factory().hedged(&policy).classify(
-        |r: &Result<u32, u32>| match r {
-            Ok(0) => Verdict::Withdraw,
-            Ok(_) => Verdict::Win,
-            Err(_) => Verdict::Retry,
-        },
-    ));
+    let mut call = Driver::new(backend.factory().hedged(&policy).classify(|r: &Result<u32, u32>| match r {
+        Ok(0) => Verdict::Withdraw,
+        Ok(_) => Verdict::Win,
+        Err(_) => Verdict::Retry,
+    }));
     // Copy 0 withdraws, which starts copy 1 at once; copy 1 fails, copy 2 wins.
     assert_eq!(call.run(&timer), Ok(2));
     assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(1)), (2, ms(2))]);
@@ -699,11 +621,7 @@ fn a_race_of_withdrawals_returns_the_lowest_index_one_and_a_failure_beats_them()
     };
 
     let backend = Backend::new(&timer, [Step::ok(5, 0), Step::ok(1, 1)]);
-    let policy = Policy::builder()
-        .max_copies(2)
-        .parallel()
-        .timer(timer.clone())
-        .build();
+    let policy = Policy::builder().max_copies(2).parallel().timer(timer.clone()).build();
     let mut call = Driver::new(backend.factory().hedged(&policy).classify(withdraw_all));
     assert_eq!(call.run(&timer), Ok(0));
     assert_eq!(policy.stats().failures, 1);
@@ -759,19 +677,11 @@ fn an_owned_policy_makes_a_send_static_future() {
 fn debug_output_names_the_state_without_requiring_debug_closures() {
     let timer = ManualTimer::new();
     let policy = policy(&timer, 2, 10);
-    let call = (|| async { Ok::<_, ()>(()) })
-        .hedged(&policy)
-        .when(|_: &()| true);
+    let call = (|| async { Ok::<_, ()>(()) }).hedged(&policy).when(|_: &()| true);
     let text = format!("{call:?}");
-    assert!(
-        text.starts_with("Hedge {") && text.contains("phase: Idle"),
-        "{text}"
-    );
+    assert!(text.starts_with("Hedge {") && text.contains("phase: Idle"), "{text}");
     let text = format!("{policy:?}");
-    assert!(
-        text.contains("max_copies: 2") && text.contains("Fixed(10ms)"),
-        "{text}"
-    );
+    assert!(text.contains("max_copies: 2") && text.contains("Fixed(10ms)"), "{text}");
     let text = format!("{:?}", Policy::builder().parallel());
     assert!(text.contains("Parallel"), "{text}");
 }
