@@ -348,7 +348,8 @@ impl<T> PolicyBuilder<T> {
     ///   keep the fast path free of work), is not recorded.
     ///
     /// Recording is one relaxed atomic increment plus one read of the clock when the call
-    /// ends; see `benches/adaptive.rs`.
+    /// ends; see `benches/adaptive.rs`. The histogram takes about 47 KiB per policy: four
+    /// stripes (threads record into different ones) of five quarter-window slots.
     ///
     /// # Decay
     ///
