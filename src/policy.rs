@@ -348,8 +348,9 @@ impl<T> PolicyBuilder<T> {
     ///   keep the fast path free of work), is not recorded.
     ///
     /// Recording is one relaxed atomic increment plus one read of the clock when the call
-    /// ends; see `benches/adaptive.rs`. The histogram takes about 47 KiB per policy: four
-    /// stripes (threads record into different ones) of five quarter-window slots.
+    /// ends; see `benches/adaptive.rs`. The histogram takes about 47 KiB per policy (12 KiB
+    /// without `std`): four stripes, so threads record into different lines, of five
+    /// quarter-window slots.
     ///
     /// # Decay
     ///
