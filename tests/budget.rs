@@ -196,6 +196,22 @@ fn max_outstanding_caps_extra_copies_in_flight_across_calls() {
 }
 
 #[test]
+fn a_refusal_for_want_of_a_token_takes_no_slot() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0).max_outstanding(5);
+    let policy = policy(&timer, &budget);
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    let mut call = Driver::new(factory(&timer, ms(100), ms(1)).hedged(&policy));
+    assert!(call.poll().is_pending());
+    timer.advance(ms(10));
+    assert!(call.poll().is_pending());
+    assert_eq!(policy.stats().budget_denied, 1);
+    // The slot taken before the token check was given back.
+    assert_eq!(budget.outstanding(), 0);
+    assert_eq!(call.run(&timer), Ok(0));
+}
+
+#[test]
 fn a_cancelled_call_gives_its_slots_back() {
     let timer = ManualTimer::new();
     let budget = Budget::new(1.0).max_outstanding(4);
