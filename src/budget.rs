@@ -107,7 +107,8 @@ impl Budget {
     }
 
     /// Caps the extra copies in flight at once across every call sharing the budget.
-    /// Uncapped by default.
+    /// Uncapped by default. A copy holds its slot until a poll of its call sees it finish
+    /// (or the call ends or is dropped).
     ///
     /// `0` is clamped to `1`; to turn hedging off, use
     /// [`max_copies(1)`](crate::PolicyBuilder::max_copies). Returns a new, full budget.
@@ -195,40 +196,5 @@ impl fmt::Debug for Budget {
                 .field("outstanding", &self.outstanding());
         }
         debug.finish()
-    }
-}
-
-/// The `max_outstanding` slots one call holds, given back when the call ends or drops.
-pub(crate) struct Permits {
-    budget: Budget,
-    held: usize,
-}
-
-impl Permits {
-    pub(crate) fn new(budget: &Budget) -> Self {
-        Permits {
-            budget: budget.clone(),
-            held: 0,
-        }
-    }
-
-    pub(crate) fn hold_one(&mut self) {
-        self.held += 1;
-    }
-
-    /// A copy holding a slot finished.
-    pub(crate) fn release_one(&mut self) {
-        if self.held > 0 {
-            self.held -= 1;
-            self.budget.release(1);
-        }
-    }
-}
-
-impl Drop for Permits {
-    fn drop(&mut self) {
-        if self.held > 0 {
-            self.budget.release(self.held);
-        }
     }
 }

@@ -12,7 +12,6 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::budget::Permits;
 use crate::ext::Factory;
 use crate::policy::{AsPolicy, Counter, Shared};
 use crate::timer::Timer;
@@ -168,6 +167,9 @@ where
         if let Some(end) = settled {
             return Poll::Ready(race.finish(copies, shared, end));
         }
+        if race.permits > 0 {
+            race.sync_slots(shared, copies.hedges_in_flight());
+        }
         if first_poll && race.in_flight > 0 && race.max_copies > 1 {
             // The call's clock starts when the original first says `Pending`.
             race.start_clock(timer.now());
@@ -179,7 +181,7 @@ where
                     let end = race.give_up();
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
-                if !race.admit(shared) {
+                if !race.admit(shared, 0) {
                     let end = race.give_up();
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
@@ -207,7 +209,7 @@ where
             if race.armed_for == Some(due) && copies.as_mut().poll_sleep(cx).is_pending() {
                 return race.pending(shared);
             }
-            if !race.admit(shared) {
+            if !race.admit(shared, copies.hedges_in_flight()) {
                 // Refused: no more timed copies for this call; a failure may still ask.
                 race.next_due = Due::Never;
                 continue;
@@ -324,6 +326,11 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         poll_slot(slot, index, cx, catch, settle)
     }
 
+    /// How many copies beyond the first are in flight.
+    fn hedges_in_flight(&self) -> u32 {
+        self.hedges.iter().filter(|slot| slot.is_some()).count() as u32
+    }
+
     /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
     fn arm<T: Timer<Sleep = S>>(self: Pin<&mut Self>, timer: &T, after: Duration) {
         let mut sleep = self.project().sleep;
@@ -374,7 +381,11 @@ struct Call<P: AsPolicy, T, E> {
 impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
     fn drop(&mut self) {
         if self.race.phase == Phase::Running {
-            let counters = &self.policy.as_policy().shared().counters;
+            let shared = self.policy.as_policy().shared();
+            if self.race.permits > 0 {
+                shared.release_slots(self.race.permits);
+            }
+            let counters = &shared.counters;
             if self.race.call_counted {
                 counters.add(&[Counter::Cancelled]);
             } else {
@@ -432,8 +443,9 @@ struct Race<T, E> {
     kept: Option<Kept<T, E>>,
     #[cfg(feature = "std")]
     panic: Option<(usize, Panic)>,
-    /// The budget's `max_outstanding` slots this call's copies hold.
-    permits: Option<Permits>,
+    /// The budget's `max_outstanding` slots this call holds: one per copy in flight
+    /// beyond the first, given back once `poll` sees the copy finished.
+    permits: u32,
 }
 
 impl<T, E> Race<T, E> {
@@ -451,18 +463,29 @@ impl<T, E> Race<T, E> {
             kept: None,
             #[cfg(feature = "std")]
             panic: None,
-            permits: None,
+            permits: 0,
+        }
+    }
+
+    /// Gives back the slots of copies that finished: under a capped budget every copy
+    /// beyond the first holds one while it is in flight.
+    #[cold]
+    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) {
+        if self.permits > hedges_in_flight {
+            shared.release_slots(self.permits - hedges_in_flight);
+            self.permits = hedges_in_flight;
         }
     }
 
     /// Asks the policy's budget for the next copy beyond the first; `false` when refused.
-    fn admit<Tm>(&mut self, shared: &Shared<Tm>) -> bool {
+    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) -> bool {
+        if self.permits > 0 {
+            self.sync_slots(shared, hedges_in_flight);
+        }
         match shared.admit_hedge() {
             Ok(false) => true,
             Ok(true) => {
-                let budget = shared.budget.as_ref().map(|linked| &linked.budget);
-                let budget = budget.expect("a slot comes from the policy's budget");
-                self.permits.get_or_insert_with(|| Permits::new(budget)).hold_one();
+                self.permits += 1;
                 true
             }
             Err(_) => false,
@@ -528,6 +551,7 @@ impl<T, E> Race<T, E> {
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
+    #[inline]
     fn settle<C: Classify<T, E>>(
         &mut self,
         index: usize,
@@ -535,11 +559,6 @@ impl<T, E> Race<T, E> {
         classify: &mut C,
     ) -> Option<End<T, E>> {
         self.in_flight -= 1;
-        if index > 0 {
-            if let Some(permits) = &mut self.permits {
-                permits.release_one();
-            }
-        }
         let result = match finished {
             Finished::Output(result) => result,
             #[cfg(feature = "std")]
@@ -613,7 +632,10 @@ impl<T, E> Race<T, E> {
                 }
             }
             // Give back the budget's slots with the copies that held them.
-            self.permits = None;
+            if self.permits > 0 {
+                shared.release_slots(self.permits);
+                self.permits = 0;
+            }
         }
         copies.clear();
         self.phase = Phase::Done;

@@ -565,6 +565,14 @@ impl<T> Shared<T> {
         linked.budget.withdraw().inspect_err(|_| self.budget_refused())
     }
 
+    /// Gives back `copies` slots of the budget's `max_outstanding`.
+    #[cold]
+    pub(crate) fn release_slots(&self, copies: u32) {
+        if let Some(linked) = &self.budget {
+            linked.budget.release(copies as usize);
+        }
+    }
+
     /// The one place a budget refusal is recorded.
     #[cold]
     fn budget_refused(&self) {

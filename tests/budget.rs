@@ -212,6 +212,52 @@ fn a_refusal_for_want_of_a_token_takes_no_slot() {
 }
 
 #[test]
+fn a_failed_hedge_gives_its_slot_back_while_its_call_goes_on() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = policy(&timer, &budget);
+    // Call A: the original runs 100 ms; its hedge (sent at 10 ms) fails at 11 ms.
+    let failing_hedge = {
+        let timer = timer.clone();
+        move |a: Attempt| {
+            copy(
+                &timer,
+                a.index(),
+                if a.index() == 0 { ms(100) } else { ms(1) },
+                a.index() > 0,
+            )
+        }
+    };
+    let mut a = Driver::new(failing_hedge.hedged(&policy));
+    assert!(a.poll().is_pending());
+    timer.advance(ms(5));
+    // Call B starts at 5 ms; its hedge is due at 15 ms.
+    let mut b = Driver::new(factory(&timer, ms(100), ms(1)).hedged(&policy));
+    assert!(b.poll().is_pending());
+    timer.advance(ms(5));
+    assert!(a.poll().is_pending());
+    assert_eq!(budget.outstanding(), 1);
+    timer.advance(ms(1));
+    assert!(a.poll().is_pending(), "the original goes on");
+    assert_eq!(
+        budget.outstanding(),
+        0,
+        "the failed hedge's slot is free again"
+    );
+    timer.advance(ms(4));
+    assert!(b.poll().is_pending());
+    assert_eq!(
+        budget.outstanding(),
+        1,
+        "call B's hedge took the freed slot"
+    );
+    assert_eq!(policy.stats().budget_denied, 0);
+    assert_eq!(b.run(&timer), Ok(1));
+    assert_eq!(a.run(&timer), Ok(0));
+    assert_eq!(budget.outstanding(), 0);
+}
+
+#[test]
 fn a_cancelled_call_gives_its_slots_back() {
     let timer = ManualTimer::new();
     let budget = Budget::new(1.0).max_outstanding(4);
