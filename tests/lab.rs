@@ -4,8 +4,6 @@
 #[path = "../examples/lab/mod.rs"]
 mod lab;
 
-use std::time::Duration;
-
 use lab::{Config, Delay, Kind, Workload};
 
 fn workload(key: char) -> Workload {
@@ -127,5 +125,4 @@ fn d_brownout_the_budget_bounds_extra_copies_in_every_second() {
     let amplified = report.fixed(false).max_extra_per_second(from, until);
     assert!(amplified > 0.5, "{amplified}");
     assert!(report.fixed(true).budget_denied > 0);
-    let _ = Duration::ZERO;
 }
