@@ -171,6 +171,9 @@ where
         if let Some(end) = settled {
             return Poll::Ready(race.finish(copies, shared, end));
         }
+        if race.permits > 0 {
+            race.sync_slots(shared, copies.hedges_in_flight());
+        }
         if first_poll && race.in_flight > 0 && race.max_copies > 1 {
             // The call's clock starts when the original first says `Pending`.
             race.start_clock(timer.now());
@@ -179,6 +182,10 @@ where
         loop {
             if race.in_flight == 0 {
                 if race.launched == race.max_copies {
+                    let end = race.give_up();
+                    return Poll::Ready(race.finish(copies, shared, end));
+                }
+                if !race.admit(shared, 0) {
                     let end = race.give_up();
                     return Poll::Ready(race.finish(copies, shared, end));
                 }
@@ -208,6 +215,11 @@ where
             }
             if race.armed_for == Some(due) && copies.as_mut().poll_sleep(cx).is_pending() {
                 return race.pending(shared);
+            }
+            if !race.admit(shared, copies.hedges_in_flight()) {
+                // Refused: no more timed copies for this call; a failure may still ask.
+                race.next_due = Due::Never;
+                continue;
             }
             if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, due, cx) {
                 return Poll::Ready(race.finish(copies, shared, end));
@@ -321,6 +333,11 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         poll_slot(slot, index, cx, catch, settle)
     }
 
+    /// How many copies beyond the first are in flight.
+    fn hedges_in_flight(&self) -> u32 {
+        self.hedges.iter().filter(|slot| slot.is_some()).count() as u32
+    }
+
     /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
     fn arm<T: Timer<Sleep = S>>(self: Pin<&mut Self>, timer: &T, after: Duration) {
         let mut sleep = self.project().sleep;
@@ -371,7 +388,11 @@ struct Call<P: AsPolicy, T, E> {
 impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
     fn drop(&mut self) {
         if self.race.phase == Phase::Running {
-            let counters = &self.policy.as_policy().shared().counters;
+            let shared = self.policy.as_policy().shared();
+            if self.race.permits > 0 {
+                shared.release_slots(self.race.permits);
+            }
+            let counters = &shared.counters;
             if self.race.call_counted {
                 counters.add(&[Counter::Cancelled]);
             } else {
@@ -432,6 +453,9 @@ struct Race<T, E> {
     kept: Option<Kept<T, E>>,
     #[cfg(feature = "std")]
     panic: Option<(usize, Panic)>,
+    /// The budget's `max_outstanding` slots this call holds: one per copy in flight
+    /// beyond the first, given back once `poll` sees the copy finished.
+    permits: u32,
 }
 
 impl<T, E> Race<T, E> {
@@ -449,6 +473,35 @@ impl<T, E> Race<T, E> {
             kept: None,
             #[cfg(feature = "std")]
             panic: None,
+            permits: 0,
+        }
+    }
+
+    /// Gives back the slots of copies that finished: under a capped budget every copy
+    /// beyond the first holds one while it is in flight.
+    #[cold]
+    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) {
+        if self.permits > hedges_in_flight {
+            shared.release_slots(self.permits - hedges_in_flight);
+            self.permits = hedges_in_flight;
+        }
+    }
+
+    /// Asks the policy's budget for the next copy beyond the first; `false` when refused.
+    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) -> bool {
+        if self.permits > 0 {
+            self.sync_slots(shared, hedges_in_flight);
+        }
+        match shared.admit_hedge() {
+            Ok(false) => true,
+            Ok(true) => {
+                self.permits += 1;
+                true
+            }
+            Err(_) => {
+                crate::trace::budget_refused(self.launched, self.max_copies);
+                false
+            }
         }
     }
 
@@ -523,6 +576,7 @@ impl<T, E> Race<T, E> {
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
+    #[inline]
     fn settle<C: Classify<T, E>>(
         &mut self,
         index: usize,
@@ -590,12 +644,28 @@ impl<T, E> Race<T, E> {
     }
 
     /// Drops every copy and the timer, records the call, and yields its output.
-    fn finish<Fut: Future, S: Future<Output = ()>, Tm>(
+    fn finish<Fut: Future, S: Future<Output = ()>, Tm: Timer>(
         &mut self,
         copies: Pin<&mut Copies<Fut, S>>,
         shared: &Shared<Tm>,
         end: End<T, E>,
     ) -> Result<T, E> {
+        // The clock runs only once a call waited: an instant answer skips all of this.
+        if let Some(first_start) = self.first_start {
+            if let Some(tracker) = shared.schedule.tracker() {
+                // The original's latency: exact if it won, a lower bound if it loses now.
+                let original_won = matches!(end, End::Won { index: 0, .. });
+                if original_won || copies.as_ref().get_ref().original.is_some() {
+                    let now = shared.timer.now();
+                    tracker.record(now.saturating_sub(first_start), now);
+                }
+            }
+            // Give back the budget's slots with the copies that held them.
+            if self.permits > 0 {
+                shared.release_slots(self.permits);
+                self.permits = 0;
+            }
+        }
         copies.clear();
         self.phase = Phase::Done;
         let calls = (!self.call_counted).then_some(Counter::Calls);

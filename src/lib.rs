@@ -85,7 +85,9 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+mod adaptive;
 mod attempt;
+mod budget;
 mod ext;
 mod hedge;
 mod policy;
@@ -97,6 +99,7 @@ pub mod tower;
 mod trace;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
+pub use crate::budget::Budget;
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
 pub use crate::hedge::Hedge;
 pub use crate::policy::{AsPolicy, Policy, PolicyBuilder, Stats};

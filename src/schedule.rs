@@ -5,6 +5,8 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
+use crate::adaptive::LatencyTracker;
+
 /// The floor of the spread between copies once the `max_delay` cap is reached.
 pub(crate) const MIN_SPREAD: Duration = Duration::from_millis(1);
 
@@ -20,6 +22,8 @@ pub(crate) enum Delays {
     Fallback,
     /// A delay per copy; `None` stops the timed copies.
     PerCopy(DelayFn),
+    /// The same delay before every copy, read from the latency tracker when each is due.
+    Adaptive(Arc<LatencyTracker>),
 }
 
 impl fmt::Debug for Delays {
@@ -29,6 +33,7 @@ impl fmt::Debug for Delays {
             Delays::Fixed(delay) => f.debug_tuple("Fixed").field(delay).finish(),
             Delays::Fallback => f.write_str("Fallback"),
             Delays::PerCopy(_) => f.write_str("PerCopy(..)"),
+            Delays::Adaptive(tracker) => f.debug_tuple("Adaptive").field(tracker).finish(),
         }
     }
 }
@@ -50,6 +55,7 @@ impl Schedule {
             Delays::Fixed(delay) => Some(*delay),
             Delays::Fallback => None,
             Delays::PerCopy(delay_for) => delay_for(copy),
+            Delays::Adaptive(tracker) => Some(tracker.delay()),
         }
     }
 
@@ -70,6 +76,15 @@ impl Schedule {
             previous_start,
             first_start,
         ))
+    }
+
+    /// The latency tracker of an adaptive delay.
+    #[inline]
+    pub(crate) fn tracker(&self) -> Option<&LatencyTracker> {
+        match &self.delays {
+            Delays::Adaptive(tracker) => Some(tracker),
+            _ => None,
+        }
     }
 }
 

@@ -44,20 +44,13 @@ pub(crate) fn won(copy: usize, launched: usize) {
     let _ = (copy, launched);
 }
 
-/// The hedging budget refused to start copy `copy` (`elapsed_us`: since the original
-/// started); the call goes on with the copies it has.
-// Called from the budget's refusal path.
-#[allow(dead_code)]
+/// The hedging budget refused to start copy `copy` of a call that may start
+/// `max_copies`; the call goes on with the copies it has.
 #[inline]
-pub(crate) fn budget_refused(attempt: &Attempt) {
+pub(crate) fn budget_refused(copy: usize, max_copies: usize) {
     #[cfg(feature = "tracing")]
-    tracing::debug!(
-        target: "hedging",
-        copy = attempt.index(),
-        elapsed_us = duration_us(attempt.elapsed()),
-        "hedge refused by budget"
-    );
-    let _ = attempt;
+    tracing::debug!(target: "hedging", copy, max_copies, "hedge refused by budget");
+    let _ = (copy, max_copies);
 }
 
 #[cfg(feature = "tracing")]
@@ -67,7 +60,6 @@ fn duration_us(duration: core::time::Duration) -> u64 {
 
 #[cfg(all(test, feature = "tracing"))]
 mod tests {
-    use core::time::Duration;
     use std::string::{String, ToString};
     use std::sync::{Arc, Mutex};
     use std::vec::Vec;
@@ -112,12 +104,12 @@ mod tests {
     fn budget_refusal_names_the_copy_and_when() {
         let recorder = Recorder::default();
         tracing::subscriber::with_default(recorder.clone(), || {
-            budget_refused(&Attempt::new(2, 3, Duration::from_millis(40)));
+            budget_refused(2, 3);
         });
         let events = recorder.0.lock().unwrap().clone();
         assert_eq!(
             events,
-            ["hedging message=hedge refused by budget copy=2 elapsed_us=40000"]
+            ["hedging message=hedge refused by budget copy=2 max_copies=3"]
         );
     }
 }

@@ -121,3 +121,45 @@ fn original_winning_after_a_hedge_started_is_reported_as_copy_zero() {
         ]
     );
 }
+
+#[test]
+fn budget_refusal_is_reported_with_the_refused_copy() {
+    let recorder = Recorder::default();
+    let output = tracing::subscriber::with_default(recorder.clone(), || {
+        let timer = ManualTimer::new();
+        let backend = Backend::new(&timer, [Step::ok(15, 0), Step::ok(1, 1)]);
+        // No deposits and a bucket of one token: the call's one hedge is refused.
+        let budget = hedging::Budget::new(0.0).burst(1.0);
+        assert!(budget.tokens() >= 1.0);
+        let drain = Policy::builder()
+            .max_copies(2)
+            .parallel()
+            .budget(&budget)
+            .timer(timer.clone())
+            .build();
+        let mut first = Driver::new(
+            Backend::new(&timer, [Step::never(), Step::never()])
+                .factory()
+                .hedged(&drain),
+        );
+        let _ = first.poll();
+        drop(first);
+        recorder.0.lock().unwrap().clear();
+
+        let policy = Policy::builder()
+            .max_copies(2)
+            .delay(ms(10))
+            .budget(&budget)
+            .timer(timer.clone())
+            .build();
+        let mut call = Driver::new(backend.factory().hedged(&policy));
+        call.run(&timer)
+    });
+    assert_eq!(
+        output,
+        Ok(0),
+        "the original answers; the hedge never went out"
+    );
+    let events = recorder.0.lock().unwrap().clone();
+    assert_eq!(events, ["hedge refused by budget copy=1 max_copies=2"]);
+}

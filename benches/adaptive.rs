@@ -1,0 +1,157 @@
+//! What `adaptive_delay` adds to a call: the latency recording, measured on the path it
+//! runs on (the original is pending at its first poll, then wins), against the same
+//! policy with a fixed delay, in the same run.
+//!
+//! `cargo bench --bench adaptive`. The clock is a counter (no system call), so the
+//! difference between the two is the tracker's own cost plus one extra clock read.
+//!
+//! For instruction counts that do not depend on the machine's load, run the same calls
+//! under callgrind without criterion: `HEDGING_BENCH_LOOP=<fixed_delay|adaptive_delay>:<calls>`
+//! makes the binary run that many calls and exit; the difference between two call counts
+//! divided by their difference is the cost of one call:
+//!
+//! ```sh
+//! cargo bench --bench adaptive --no-run   # prints the binary's path
+//! HEDGING_BENCH_LOOP=adaptive_delay:100000 valgrind --tool=callgrind --callgrind-out-file=/dev/null <binary>
+//! ```
+
+use std::cell::Cell;
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::Pin;
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, Criterion};
+use hedging::timer::Timer;
+use hedging::{Hedgeable, Policy};
+
+/// A clock that moves 1 µs per reading, per thread (so the clock adds no contention of
+/// its own); its sleeps never fire.
+#[derive(Clone, Debug, Default)]
+struct CounterClock;
+
+thread_local! {
+    static MICROS: Cell<u64> = const { Cell::new(0) };
+}
+
+impl Timer for CounterClock {
+    type Sleep = std::future::Pending<()>;
+
+    fn now(&self) -> Duration {
+        Duration::from_micros(MICROS.with(|micros| micros.replace(micros.get() + 1)))
+    }
+
+    fn sleep(&self, _after: Duration) -> Self::Sleep {
+        std::future::pending()
+    }
+}
+
+/// Pending on its first poll, `Ok` on its second.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = Result<u32, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        if std::mem::replace(&mut self.0, true) {
+            Poll::Ready(Ok(1))
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// One call: the original is pending at first, then wins on the second poll.
+#[inline]
+fn pending_then_wins(policy: &Policy<CounterClock>, cx: &mut Context<'_>) -> u32 {
+    let mut call = std::pin::pin!((|| YieldOnce(false)).hedged(policy));
+    assert!(call.as_mut().poll(cx).is_pending());
+    match call.as_mut().poll(cx) {
+        Poll::Ready(Ok(value)) => value,
+        _ => unreachable!("the original wins on its second poll"),
+    }
+}
+
+fn policies() -> [(&'static str, Policy<CounterClock>); 2] {
+    let builder = || {
+        Policy::builder()
+            .max_copies(2)
+            .delay(Duration::from_millis(10))
+            .timer(CounterClock)
+    };
+    [
+        ("fixed_delay", builder().build()),
+        ("adaptive_delay", builder().adaptive_delay(0.95).build()),
+    ]
+}
+
+fn one_thread(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pending_then_wins");
+    let mut cx = Context::from_waker(Waker::noop());
+    for (name, policy) in policies() {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(pending_then_wins(black_box(&policy), &mut cx)))
+        });
+    }
+    group.finish();
+}
+
+/// Two threads calling through one policy: the recordings share the histogram's lines.
+fn two_threads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pending_then_wins_2_threads");
+    for (name, policy) in policies() {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let start = Arc::new(Barrier::new(2));
+                let other = {
+                    let (policy, start) = (policy.clone(), Arc::clone(&start));
+                    std::thread::spawn(move || {
+                        let mut cx = Context::from_waker(Waker::noop());
+                        start.wait();
+                        for _ in 0..iters {
+                            black_box(pending_then_wins(&policy, &mut cx));
+                        }
+                    })
+                };
+                let mut cx = Context::from_waker(Waker::noop());
+                start.wait();
+                let began = Instant::now();
+                for _ in 0..iters {
+                    black_box(pending_then_wins(&policy, &mut cx));
+                }
+                let took = began.elapsed();
+                other.join().expect("the other caller finishes");
+                took
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Runs `calls` calls through the named policy, for an instruction count under callgrind.
+fn run_loop(spec: &str) {
+    let (name, calls) = spec
+        .split_once(':')
+        .expect("HEDGING_BENCH_LOOP=<policy>:<calls>");
+    let calls: u64 = calls.parse().expect("a number of calls");
+    let policy = policies()
+        .into_iter()
+        .find_map(|(named, policy)| (named == name).then_some(policy))
+        .expect("fixed_delay or adaptive_delay");
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..calls {
+        black_box(pending_then_wins(black_box(&policy), &mut cx));
+    }
+}
+
+criterion_group!(benches, one_thread, two_threads);
+
+fn main() {
+    if let Ok(spec) = std::env::var("HEDGING_BENCH_LOOP") {
+        return run_loop(&spec);
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

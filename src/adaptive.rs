@@ -1,0 +1,360 @@
+//! The latency tracker behind [`PolicyBuilder::adaptive_delay`](crate::PolicyBuilder::adaptive_delay):
+//! a lock-free, decaying histogram of copy latencies and the delay it suggests.
+//!
+//! Latencies go into a log-linear histogram (16 buckets per power of two from 16 µs, exact
+//! below: at most 6.25% relative error) of atomic counters. Time is cut into slots of a
+//! quarter window; a ring of five slots keeps the last four complete ones plus the one
+//! being filled. When a recording lands in a new slot, the recorder that notices
+//! clears the slot it reuses and recomputes the estimate from the four complete slots, so
+//! a delay read is one atomic load and a recording is one `fetch_add` (two on a slot
+//! change per quarter window).
+//!
+//! We wrote the histogram instead of depending on `hdrhistogram` (not shareable without a
+//! lock or per-thread recorders) or `histogram` (std only, no in-place clearing, and
+//! every snapshot allocates): decay needs slots cleared in place, and the crate must build
+//! without `std`.
+
+use core::fmt;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::time::Duration;
+
+use alloc::boxed::Box;
+
+/// Values below this many microseconds get a bucket each.
+const LINEAR: u64 = 16;
+/// Buckets per power of two above [`LINEAR`] (as a shift: 16 buckets).
+const SUB_BITS: u32 = 4;
+/// Microsecond values at or above `1 << MAX_BITS` (about 12.7 days) share the last bucket.
+const MAX_BITS: u32 = 40;
+/// Buckets per slot.
+const BUCKETS: usize = LINEAR as usize + ((MAX_BITS - SUB_BITS) as usize) * (1 << SUB_BITS);
+/// Slots in the ring: four complete ones make the window, one is being filled.
+const SLOTS: u64 = 5;
+/// Copies of the ring, so threads recording at once rarely share a cache line.
+#[cfg(feature = "std")]
+const STRIPES: usize = 4;
+#[cfg(not(feature = "std"))]
+const STRIPES: usize = 1;
+/// Counters per stripe.
+const STRIPE_LEN: usize = SLOTS as usize * BUCKETS;
+/// Complete slots per window.
+const SLOTS_PER_WINDOW: u32 = (SLOTS - 1) as u32;
+/// The cached delay before enough samples exist.
+const NO_ESTIMATE: u64 = u64::MAX;
+
+/// The bucket of a latency, counted in whole microseconds.
+#[inline]
+fn bucket_of(latency: Duration) -> usize {
+    // Whole seconds are clamped first so the multiplication cannot overflow.
+    let secs = latency.as_secs().min(1 << MAX_BITS);
+    let micros = (secs * 1_000_000 + u64::from(latency.subsec_micros())).min((1 << MAX_BITS) - 1);
+    if micros < LINEAR {
+        return micros as usize;
+    }
+    let power = 63 - micros.leading_zeros();
+    let sub = (micros >> (power - SUB_BITS)) & ((1 << SUB_BITS) - 1);
+    LINEAR as usize + ((power - SUB_BITS) as usize) * (1 << SUB_BITS) + sub as usize
+}
+
+/// The upper edge of a bucket in microseconds: the delay a quantile in it maps to, so the
+/// delay errs long (fewer hedges), by at most one bucket.
+fn upper_edge_micros(bucket: usize) -> u64 {
+    if bucket < LINEAR as usize {
+        return bucket as u64 + 1;
+    }
+    let above = bucket - LINEAR as usize;
+    let power = (above >> SUB_BITS) as u32 + SUB_BITS;
+    let sub = (above & ((1 << SUB_BITS) - 1)) as u64;
+    ((1 << SUB_BITS) + sub + 1) << (power - SUB_BITS)
+}
+
+/// What the tracker was configured with (already clamped by the builder).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct AdaptiveConfig {
+    pub(crate) quantile: f64,
+    pub(crate) min_samples: u32,
+    pub(crate) window: Duration,
+}
+
+/// Tracks recent latencies of original copies and turns them into a hedge delay.
+pub(crate) struct LatencyTracker {
+    config: AdaptiveConfig,
+    /// The delay before enough samples exist.
+    fallback: Duration,
+    min_delay: Duration,
+    max_delay: Duration,
+    /// Nanoseconds per slot (a quarter window), at least 1.
+    slot_nanos: u64,
+    /// The slot being filled, as a count of slots since the clock's origin.
+    current_slot: AtomicU64,
+    /// When the slot being filled ends, in nanoseconds: a recording compares against it
+    /// instead of dividing.
+    slot_end_nanos: AtomicU64,
+    /// `STRIPES` stripes of `SLOTS` rows of `BUCKETS` counters.
+    counts: Box<[AtomicU32]>,
+    /// The delay to use, in nanoseconds, or [`NO_ESTIMATE`].
+    estimate_nanos: AtomicU64,
+}
+
+impl LatencyTracker {
+    pub(crate) fn new(
+        config: AdaptiveConfig,
+        fallback: Duration,
+        min_delay: Duration,
+        max_delay: Duration,
+    ) -> Self {
+        let window_nanos = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
+        let slot_nanos = (window_nanos / u64::from(SLOTS_PER_WINDOW)).max(1);
+        LatencyTracker {
+            config,
+            fallback: fallback.clamp(min_delay, max_delay),
+            min_delay,
+            max_delay,
+            slot_nanos,
+            current_slot: AtomicU64::new(0),
+            slot_end_nanos: AtomicU64::new(slot_nanos),
+            counts: (0..STRIPES * STRIPE_LEN)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+            estimate_nanos: AtomicU64::new(NO_ESTIMATE),
+        }
+    }
+
+    /// The hedge delay now: the tracked quantile of the last window, bounded by
+    /// `min_delay..=max_delay`, or the fallback while the window holds too few samples.
+    #[inline]
+    pub(crate) fn delay(&self) -> Duration {
+        match self.estimate_nanos.load(Relaxed) {
+            NO_ESTIMATE => self.fallback,
+            nanos => Duration::from_nanos(nanos),
+        }
+    }
+
+    /// Records one latency observed at `now` (the policy's clock).
+    #[inline]
+    pub(crate) fn record(&self, latency: Duration, now: Duration) {
+        let now_nanos = nanos(now);
+        let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
+            self.rotate(now_nanos / self.slot_nanos)
+        } else {
+            self.current_slot.load(Relaxed)
+        };
+        let row = (slot % SLOTS) as usize * BUCKETS;
+        self.counts[stripe() * STRIPE_LEN + row + bucket_of(latency)].fetch_add(1, Relaxed);
+    }
+
+    /// Moves the ring to `slot`: the thread that wins the move clears the slots it reuses
+    /// and publishes the estimate of the window that just completed. Returns the slot to
+    /// record into.
+    #[cold]
+    fn rotate(&self, slot: u64) -> u64 {
+        let seen = self.current_slot.load(Relaxed);
+        if slot <= seen {
+            return seen;
+        }
+        match self
+            .current_slot
+            .compare_exchange(seen, slot, Relaxed, Relaxed)
+        {
+            Ok(_) => {
+                let end = slot.saturating_add(1).saturating_mul(self.slot_nanos);
+                self.slot_end_nanos.store(end, Relaxed);
+                // A recording racing this clear may be lost; one sample in a window is noise.
+                for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
+                    let row = (stale % SLOTS) as usize * BUCKETS;
+                    for stripe in self.counts.chunks(STRIPE_LEN) {
+                        stripe[row..row + BUCKETS]
+                            .iter()
+                            .for_each(|count| count.store(0, Relaxed));
+                    }
+                }
+                self.publish(slot);
+                slot
+            }
+            Err(newer) => newer.max(slot),
+        }
+    }
+
+    /// Recomputes the estimate from the complete slots before `current`.
+    fn publish(&self, current: u64) {
+        let rows: [Option<usize>; SLOTS_PER_WINDOW as usize] = core::array::from_fn(|back| {
+            current
+                .checked_sub(back as u64 + 1)
+                .map(|slot| (slot % SLOTS) as usize * BUCKETS)
+        });
+        let count_at = |bucket: usize| -> u64 {
+            rows.iter()
+                .flatten()
+                .flat_map(|row| {
+                    self.counts
+                        .chunks(STRIPE_LEN)
+                        .map(move |stripe| &stripe[row + bucket])
+                })
+                .map(|count| u64::from(count.load(Relaxed)))
+                .sum()
+        };
+        let estimate = quantile_micros(count_at, self.config.quantile, self.config.min_samples)
+            .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
+        let nanos = estimate.map_or(NO_ESTIMATE, |delay| {
+            u64::try_from(delay.as_nanos()).unwrap_or(NO_ESTIMATE - 1)
+        });
+        self.estimate_nanos.store(nanos, Relaxed);
+    }
+}
+
+/// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
+#[inline]
+fn nanos(time: Duration) -> u64 {
+    time.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(time.subsec_nanos()))
+}
+
+/// The stripe this thread records into.
+#[inline]
+fn stripe() -> usize {
+    #[cfg(feature = "std")]
+    return crate::policy::thread_slot::current().map_or(0, |slot| slot % STRIPES);
+    #[cfg(not(feature = "std"))]
+    return 0;
+}
+
+/// The upper edge of the bucket holding the `quantile` of the counts `count_at` gives per
+/// bucket, or `None` with fewer than `min_samples` samples.
+fn quantile_micros(
+    count_at: impl Fn(usize) -> u64,
+    quantile: f64,
+    min_samples: u32,
+) -> Option<u64> {
+    let total: u64 = (0..BUCKETS).map(&count_at).sum();
+    if total == 0 || total < u64::from(min_samples) {
+        return None;
+    }
+    // The nearest-rank quantile: the smallest value with at least `quantile` of the
+    // samples at or below it. In parts per million, so 0.95 * 100 is exactly rank 95.
+    let parts = (quantile * 1e6 + 0.5) as u128;
+    let rank = (parts * u128::from(total)).div_ceil(1_000_000) as u64;
+    let rank = rank.clamp(1, total);
+    let mut seen = 0;
+    (0..BUCKETS)
+        .find(|&bucket| {
+            seen += count_at(bucket);
+            seen >= rank
+        })
+        .map(upper_edge_micros)
+}
+
+impl fmt::Debug for LatencyTracker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LatencyTracker")
+            .field("quantile", &self.config.quantile)
+            .field("min_samples", &self.config.min_samples)
+            .field("window", &self.config.window)
+            .field("min_delay", &self.min_delay)
+            .field("max_delay", &self.max_delay)
+            .field("delay", &self.delay())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn tracker(quantile: f64, min_samples: u32) -> LatencyTracker {
+        let config = AdaptiveConfig {
+            quantile,
+            min_samples,
+            window: 4 * MS * 1000,
+        };
+        LatencyTracker::new(config, 10 * MS, Duration::ZERO, Duration::MAX)
+    }
+
+    #[test]
+    fn buckets_are_monotonic_and_their_edges_bound_their_values() {
+        let mut previous = 0;
+        for micros in
+            (0..100_000u64).chain([1 << 20, 1 << 30, (1 << 40) - 1, 1 << 41, u64::MAX / 1000])
+        {
+            let bucket = bucket_of(Duration::from_micros(micros));
+            assert!(bucket >= previous, "{micros}");
+            assert!(bucket < BUCKETS, "{micros} -> {bucket}");
+            previous = bucket;
+            if micros < (1 << MAX_BITS) {
+                let edge = upper_edge_micros(bucket);
+                assert!(edge > micros, "{micros} -> edge {edge}");
+                // At most one sixteenth above the value (or 1 µs in the linear range).
+                assert!(
+                    edge - micros <= (micros / 16).max(1),
+                    "{micros} -> edge {edge}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn falls_back_until_a_slot_with_enough_samples_completes() {
+        let tracker = tracker(0.5, 10);
+        for _ in 0..100 {
+            tracker.record(2 * MS, Duration::ZERO);
+        }
+        assert_eq!(tracker.delay(), 10 * MS, "no slot has completed yet");
+        tracker.record(2 * MS, 1000 * MS);
+        assert!(
+            (2 * MS..=2 * MS + MS / 16).contains(&tracker.delay()),
+            "{:?}",
+            tracker.delay()
+        );
+    }
+
+    #[test]
+    fn too_few_samples_keep_the_fallback() {
+        let tracker = tracker(0.5, 10);
+        for _ in 0..9 {
+            tracker.record(2 * MS, Duration::ZERO);
+        }
+        tracker.record(2 * MS, 1000 * MS);
+        assert_eq!(tracker.delay(), 10 * MS);
+    }
+
+    #[test]
+    fn the_quantile_is_nearest_rank() {
+        let tracker = tracker(0.95, 1);
+        for latency in 1..=100u64 {
+            tracker.record(Duration::from_micros(latency * 100), Duration::ZERO);
+        }
+        tracker.record(MS, 1000 * MS);
+        // The 95th of 100 values, 9.5 ms, rounded up to its bucket's edge.
+        let delay = tracker.delay();
+        assert!(
+            (Duration::from_micros(9_500)..=Duration::from_micros(9_500 + 9_500 / 16))
+                .contains(&delay),
+            "{delay:?}"
+        );
+    }
+
+    #[test]
+    fn old_samples_leave_after_a_window() {
+        let tracker = tracker(0.5, 1);
+        for _ in 0..1000 {
+            tracker.record(MS, Duration::ZERO);
+        }
+        // One slow sample per slot for a whole window replaces the fast ones.
+        for slot in 1..=5u32 {
+            tracker.record(8 * MS, slot * 1000 * MS);
+        }
+        assert!(tracker.delay() >= 8 * MS, "{:?}", tracker.delay());
+    }
+
+    #[test]
+    fn a_long_idle_gap_clears_every_slot() {
+        let tracker = tracker(0.5, 1);
+        tracker.record(MS, Duration::ZERO);
+        tracker.record(MS, 1000 * MS);
+        assert!(tracker.delay() < 2 * MS);
+        tracker.record(MS, 100_000 * MS);
+        assert_eq!(tracker.delay(), 10 * MS, "an empty window falls back");
+    }
+}

@@ -1,0 +1,400 @@
+//! `Budget`: a shared token bucket bounds the extra copies, driven on `ManualTimer`.
+
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use common::{ms, Driver};
+use hedging::timer::{ManualTimer, Timer};
+use hedging::{Attempt, Budget, Hedgeable, Policy};
+
+type Copy = Pin<Box<dyn Future<Output = Result<usize, usize>> + Send>>;
+
+/// A copy that ends after `latency`: `Ok(index)`, or `Err(index)` if `fails`.
+fn copy(timer: &ManualTimer, index: usize, latency: Duration, fails: bool) -> Copy {
+    let sleep = timer.sleep(latency);
+    Box::pin(async move {
+        sleep.await;
+        if fails {
+            Err(index)
+        } else {
+            Ok(index)
+        }
+    })
+}
+
+/// A factory whose original takes `original` and whose hedges take `hedge`.
+fn factory(
+    timer: &ManualTimer,
+    original: Duration,
+    hedge: Duration,
+) -> impl FnMut(Attempt) -> Copy {
+    let timer = timer.clone();
+    move |a: Attempt| {
+        copy(
+            &timer,
+            a.index(),
+            if a.index() == 0 { original } else { hedge },
+            false,
+        )
+    }
+}
+
+fn policy(timer: &ManualTimer, budget: &Budget) -> Policy<ManualTimer> {
+    Policy::builder()
+        .max_copies(2)
+        .delay(ms(10))
+        .budget(budget)
+        .timer(timer.clone())
+        .build()
+}
+
+/// One call whose original takes 100 ms and whose hedge takes 1 ms: `Ok(1)` after 11 ms
+/// when the hedge is allowed, `Ok(0)` after 100 ms when it is refused.
+fn slow_call(timer: &ManualTimer, policy: &Policy<ManualTimer>) -> Result<usize, usize> {
+    Driver::new(factory(timer, ms(100), ms(1)).hedged(policy)).run(timer)
+}
+
+#[test]
+fn a_hedge_without_a_token_is_not_started() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0);
+    let policy = policy(&timer, &budget);
+
+    assert_eq!(
+        slow_call(&timer, &policy),
+        Ok(1),
+        "the burst pays for one hedge"
+    );
+    let start = timer.now();
+    assert_eq!(
+        slow_call(&timer, &policy),
+        Ok(0),
+        "no token: the original runs alone"
+    );
+    assert_eq!(timer.now() - start, ms(100));
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.budget_denied), (1, 1));
+    assert_eq!(budget.tokens(), 0.0);
+}
+
+#[test]
+fn each_call_deposits_the_ratio() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.5).burst(1.0);
+    let policy = policy(&timer, &budget);
+
+    // Full at the start; then every second call earns a whole token.
+    let winners: Vec<_> = (0..6)
+        .map(|_| slow_call(&timer, &policy).unwrap())
+        .collect();
+    assert_eq!(winners, [1, 0, 1, 0, 1, 0]);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.budget_denied), (6, 3, 3));
+}
+
+#[test]
+fn deposits_are_capped_at_the_burst() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).burst(2.0);
+    let policy = policy(&timer, &budget);
+
+    // Ten instant calls would deposit 10 tokens; the bucket holds 2.
+    for _ in 0..10 {
+        let answer: Result<u8, ()> =
+            futures::executor::block_on((|| async { Ok(0) }).hedged(&policy));
+        assert_eq!(answer, Ok(0));
+    }
+    // Three concurrent slow calls: 13 calls' worth of deposits are credited...
+    let mut calls: Vec<_> = (0..3)
+        .map(|_| Driver::new(factory(&timer, ms(100), ms(100)).hedged(&policy)))
+        .collect();
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    timer.advance(ms(10));
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    // ...but the bucket holds 2: the first two hedge, the third is refused.
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.budget_denied), (2, 1));
+}
+
+#[test]
+fn calls_that_need_no_hedge_do_no_work_for_the_budget() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.25).burst(1.0);
+    let policy = policy(&timer, &budget);
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(budget.tokens(), 0.0);
+
+    for _ in 0..4 {
+        let answer: Result<u8, ()> =
+            futures::executor::block_on((|| async { Ok(0) }).hedged(&policy));
+        assert_eq!(answer, Ok(0));
+    }
+    assert_eq!(budget.tokens(), 0.0, "the instant calls are credited later");
+    // The next hedge credits the four calls (and itself): a token is there.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(policy.stats().budget_denied, 0);
+}
+
+#[test]
+fn a_copy_started_by_a_failure_draws_a_token_too() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0);
+    let policy = policy(&timer, &budget);
+    let failing = |timer: &ManualTimer| {
+        let timer = timer.clone();
+        move |a: Attempt| copy(&timer, a.index(), ms(1), a.index() == 0)
+    };
+
+    // The original fails at 1 ms; the next copy starts at once, on the burst's token.
+    assert_eq!(
+        Driver::new(failing(&timer).hedged(&policy)).run(&timer),
+        Ok(1)
+    );
+    // Again: no token, so the original's error is returned without another copy.
+    assert_eq!(
+        Driver::new(failing(&timer).hedged(&policy)).run(&timer),
+        Err(0)
+    );
+    let stats = policy.stats();
+    assert_eq!(
+        (stats.hedges, stats.budget_denied, stats.failures),
+        (1, 1, 1)
+    );
+}
+
+#[test]
+fn max_outstanding_caps_extra_copies_in_flight_across_calls() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = policy(&timer, &budget);
+
+    let mut first = Driver::new(factory(&timer, ms(100), ms(50)).hedged(&policy));
+    let mut second = Driver::new(factory(&timer, ms(100), ms(50)).hedged(&policy));
+    assert!(first.poll().is_pending() && second.poll().is_pending());
+    timer.advance(ms(10));
+    assert!(first.poll().is_pending() && second.poll().is_pending());
+    assert_eq!(budget.outstanding(), 1);
+    assert_eq!(
+        (policy.stats().hedges, policy.stats().budget_denied),
+        (1, 1)
+    );
+
+    // The hedge answers at 60 ms and gives its slot back.
+    timer.advance(ms(50));
+    assert_eq!(first.poll(), Poll::Ready(Ok(1)));
+    assert_eq!(budget.outstanding(), 0);
+    timer.advance(ms(40));
+    assert_eq!(second.poll(), Poll::Ready(Ok(0)));
+}
+
+#[test]
+fn a_refusal_for_want_of_a_token_takes_no_slot() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0).max_outstanding(5);
+    let policy = policy(&timer, &budget);
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    let mut call = Driver::new(factory(&timer, ms(100), ms(1)).hedged(&policy));
+    assert!(call.poll().is_pending());
+    timer.advance(ms(10));
+    assert!(call.poll().is_pending());
+    assert_eq!(policy.stats().budget_denied, 1);
+    // The slot taken before the token check was given back.
+    assert_eq!(budget.outstanding(), 0);
+    assert_eq!(call.run(&timer), Ok(0));
+}
+
+#[test]
+fn a_failed_hedge_gives_its_slot_back_while_its_call_goes_on() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = policy(&timer, &budget);
+    // Call A: the original runs 100 ms; its hedge (sent at 10 ms) fails at 11 ms.
+    let failing_hedge = {
+        let timer = timer.clone();
+        move |a: Attempt| {
+            copy(
+                &timer,
+                a.index(),
+                if a.index() == 0 { ms(100) } else { ms(1) },
+                a.index() > 0,
+            )
+        }
+    };
+    let mut a = Driver::new(failing_hedge.hedged(&policy));
+    assert!(a.poll().is_pending());
+    timer.advance(ms(5));
+    // Call B starts at 5 ms; its hedge is due at 15 ms.
+    let mut b = Driver::new(factory(&timer, ms(100), ms(1)).hedged(&policy));
+    assert!(b.poll().is_pending());
+    timer.advance(ms(5));
+    assert!(a.poll().is_pending());
+    assert_eq!(budget.outstanding(), 1);
+    timer.advance(ms(1));
+    assert!(a.poll().is_pending(), "the original goes on");
+    assert_eq!(
+        budget.outstanding(),
+        0,
+        "the failed hedge's slot is free again"
+    );
+    timer.advance(ms(4));
+    assert!(b.poll().is_pending());
+    assert_eq!(
+        budget.outstanding(),
+        1,
+        "call B's hedge took the freed slot"
+    );
+    assert_eq!(policy.stats().budget_denied, 0);
+    assert_eq!(b.run(&timer), Ok(1));
+    assert_eq!(a.run(&timer), Ok(0));
+    assert_eq!(budget.outstanding(), 0);
+}
+
+#[test]
+fn a_cancelled_call_gives_its_slots_back() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(4);
+    let policy = policy(&timer, &budget);
+    let mut call = Driver::new(factory(&timer, ms(100), ms(100)).hedged(&policy));
+    assert!(call.poll().is_pending());
+    timer.advance(ms(10));
+    assert!(call.poll().is_pending());
+    assert_eq!(budget.outstanding(), 1);
+    drop(call);
+    assert_eq!(budget.outstanding(), 0);
+    assert_eq!(policy.stats().cancelled, 1);
+}
+
+#[test]
+fn a_losing_original_does_not_hold_a_slot() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = policy(&timer, &budget);
+    // The original wins at 20 ms; the hedge (sent at 10 ms) is dropped and its slot freed.
+    let answer = Driver::new(factory(&timer, ms(20), ms(100)).hedged(&policy)).run(&timer);
+    assert_eq!(answer, Ok(0));
+    assert_eq!(budget.outstanding(), 0);
+}
+
+#[test]
+fn one_budget_is_shared_by_every_policy_given_it() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0);
+    let reads = policy(&timer, &budget);
+    let writes = policy(&timer, &budget.clone());
+
+    assert_eq!(slow_call(&timer, &reads), Ok(1));
+    assert_eq!(
+        slow_call(&timer, &writes),
+        Ok(0),
+        "the other policy spent the token"
+    );
+    assert_eq!(reads.stats().budget_denied, 0);
+    assert_eq!(writes.stats().budget_denied, 1);
+}
+
+#[test]
+fn a_policy_without_a_budget_is_unbounded() {
+    let timer = ManualTimer::new();
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(ms(10))
+        .timer(timer.clone())
+        .build();
+    for _ in 0..20 {
+        assert_eq!(slow_call(&timer, &policy), Ok(1));
+    }
+    assert_eq!(policy.stats().budget_denied, 0);
+    assert!(policy.budget().is_none());
+}
+
+// --- Clamps ---------------------------------------------------------------------------
+
+#[test]
+fn a_negative_ratio_is_clamped_to_zero() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(-3.0).burst(1.0);
+    assert_eq!(budget.ratio(), 0.0);
+    let policy = policy(&timer, &budget);
+    // Only the initial burst can be spent; a negative deposit never drains it below.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(slow_call(&timer, &policy), Ok(0));
+    assert_eq!(budget.tokens(), 0.0);
+}
+
+#[test]
+fn a_nan_ratio_is_clamped_to_zero() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(f64::NAN).burst(1.0);
+    assert_eq!(budget.ratio(), 0.0);
+    let policy = policy(&timer, &budget);
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(slow_call(&timer, &policy), Ok(0));
+}
+
+#[test]
+fn an_infinite_ratio_refills_on_every_call() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(f64::INFINITY).burst(1.0);
+    let policy = policy(&timer, &budget);
+    for _ in 0..5 {
+        assert_eq!(slow_call(&timer, &policy), Ok(1));
+    }
+    assert_eq!(budget.tokens(), 0.0);
+}
+
+#[test]
+fn a_zero_max_outstanding_is_clamped_to_one() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(0);
+    let policy = policy(&timer, &budget);
+    let mut calls: Vec<_> = (0..3)
+        .map(|_| Driver::new(factory(&timer, ms(100), ms(50)).hedged(&policy)))
+        .collect();
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    timer.advance(ms(10));
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    assert_eq!(budget.outstanding(), 1);
+    assert_eq!(
+        (policy.stats().hedges, policy.stats().budget_denied),
+        (1, 2)
+    );
+}
+
+#[test]
+fn a_burst_below_one_token_is_clamped_to_one() {
+    let timer = ManualTimer::new();
+    for burst in [0.0, -1.0, 0.5] {
+        let budget = Budget::new(0.0).burst(burst);
+        assert_eq!(budget.tokens(), 1.0, "burst {burst}");
+        let policy = policy(&timer, &budget);
+        assert_eq!(slow_call(&timer, &policy), Ok(1));
+        assert_eq!(slow_call(&timer, &policy), Ok(0));
+    }
+    assert_eq!(
+        Budget::new(0.0).burst(f64::NAN).tokens(),
+        10.0,
+        "NaN is the default"
+    );
+}
+
+#[test]
+fn the_budget_debug_shows_its_state() {
+    let budget = Budget::new(0.05).max_outstanding(3);
+    let shown = format!("{budget:?}");
+    assert!(
+        shown.contains("ratio: 0.05") && shown.contains("max_outstanding: 3"),
+        "{shown}"
+    );
+}
