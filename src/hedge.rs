@@ -153,7 +153,13 @@ where
                 race.launched = 1;
                 race.in_flight = 1;
                 let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
-                copies.as_mut().project().original.set(Some(factory.make(attempt)));
+                match make_copy(factory, attempt, shared.catch_unwind) {
+                    Ok(copy) => copies.as_mut().project().original.set(Some(copy)),
+                    // A caught factory panic is a copy that failed at once.
+                    Err(panicked) => {
+                        let _ = race.settle(0, panicked, classify);
+                    }
+                }
                 true
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
@@ -269,6 +275,21 @@ fn poll_copy<Fut: Future>(
     copy.poll(cx).map(Finished::Output)
 }
 
+/// Makes a copy; with `catch`, a panicking factory yields the panic as the copy's end.
+fn make_copy<F: Factory>(
+    factory: &mut F,
+    attempt: Attempt,
+    catch: bool,
+) -> Result<F::Future, Finished<Result<F::Ok, F::Error>>> {
+    #[cfg(feature = "std")]
+    if catch {
+        let made = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| factory.make(attempt)));
+        return made.map_err(Finished::Panicked);
+    }
+    let _ = catch;
+    Ok(factory.make(attempt))
+}
+
 impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
     /// Polls every copy in flight in index order, dropping each the moment it finishes
     /// and handing it to `settle`; stops at the first `Some`.
@@ -306,12 +327,17 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
     ) -> Option<R> {
         let hedges = self.project().hedges;
-        if hedges.capacity() == 0 {
-            hedges.reserve_exact(max_copies - 1);
-        }
+        reserve_hedges(hedges, max_copies);
         hedges.push(Some(Box::pin(copy)));
         let slot = hedges.last_mut().expect("a copy was just pushed");
         poll_slot(slot, index, cx, catch, settle)
+    }
+
+    /// Holds the slot of a copy whose factory panicked, so later copies keep their index.
+    fn push_empty(self: Pin<&mut Self>, max_copies: usize) {
+        let hedges = self.project().hedges;
+        reserve_hedges(hedges, max_copies);
+        hedges.push(None);
     }
 
     /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
@@ -336,6 +362,13 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         this.original.set(None);
         this.hedges.clear();
         this.sleep.set(None);
+    }
+}
+
+/// Makes room for every hedge of the call at the first one: the slab never grows.
+fn reserve_hedges<T>(hedges: &mut Vec<T>, max_copies: usize) {
+    if hedges.capacity() == 0 {
+        hedges.reserve_exact(max_copies - 1);
     }
 }
 
@@ -486,7 +519,7 @@ impl<T, E> Race<T, E> {
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(&attempt);
         }
-        let copy = factory.make(attempt);
+        let made = make_copy(factory, attempt, shared.catch_unwind);
         self.launched += 1;
         self.in_flight += 1;
         self.last_start = start;
@@ -494,6 +527,13 @@ impl<T, E> Race<T, E> {
         // The timer's deadline is spent; the next one re-arms it.
         self.armed_for = None;
         shared.counters.add(&[Counter::Hedges]);
+        let copy = match made {
+            Ok(copy) => copy,
+            Err(panicked) => {
+                copies.push_empty(self.max_copies);
+                return self.settle(index, panicked, classify);
+            }
+        };
         let catch = shared.catch_unwind;
         copies.push_and_poll(copy, index, self.max_copies, cx, catch, |index, finished| {
             self.settle(index, finished, classify)

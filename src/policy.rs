@@ -11,6 +11,9 @@ use crate::attempt::Attempt;
 use crate::schedule::{Delays, Schedule};
 use crate::timer::{DefaultTimer, Timer};
 
+/// The most copies [`PolicyBuilder::max_copies`] accepts.
+const MAX_COPIES: usize = 1024;
+
 /// The hook [`PolicyBuilder::on_hedge`] installs.
 pub(crate) type HedgeHook = Arc<dyn Fn(&Attempt) + Send + Sync>;
 
@@ -196,9 +199,10 @@ impl Default for PolicyBuilder {
 
 impl<T> PolicyBuilder<T> {
     /// The most copies a call may start, the original included. `0` is clamped to `1`,
-    /// which turns hedging off.
+    /// which turns hedging off; values above 1024 are clamped to 1024 (a call reserves a
+    /// slot per copy, and a parallel call starts them all in one `poll`).
     pub fn max_copies(mut self, max_copies: usize) -> Self {
-        self.max_copies = max_copies.max(1);
+        self.max_copies = max_copies.clamp(1, MAX_COPIES);
         self
     }
 
