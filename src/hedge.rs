@@ -51,8 +51,19 @@ type Panic = Box<dyn core::any::Any + Send>;
 /// # Panics
 ///
 /// Polling it again after it returned `Ready` panics; it implements
-/// [`FusedFuture`] so `select!` can tell. A panicking copy unwinds through `poll`
-/// unless the policy enables `catch_unwind`.
+/// [`FusedFuture`] so `select!` can tell.
+///
+/// A copy that panics, and the factory when it panics making a copy, unwind through
+/// `poll` unless the policy enables
+/// [`catch_unwind`](crate::PolicyBuilder::catch_unwind); then the copy counts as failed
+/// (the next one starts at once if none is in flight), and only a race with no win and
+/// no error to return resumes the lowest-index panic, after every copy is dropped. A
+/// panicking [`on_hedge`](crate::PolicyBuilder::on_hedge) hook always unwinds.
+///
+/// A panic that unwinds mid-race leaves the copies inside the `Hedge`: dropping it, as
+/// an unwinding caller does, drops every copy and the timer and counts the call as
+/// `cancelled`. Like any future that panicked, it should not be polled again. The
+/// policy, its stats and its timer stay usable: nothing shared is poisoned.
 #[pin_project]
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Hedge<F: Factory, P: AsPolicy, C = ByResult> {
@@ -283,8 +294,8 @@ fn make_copy<F: Factory>(
 ) -> Result<F::Future, Finished<Result<F::Ok, F::Error>>> {
     #[cfg(feature = "std")]
     if catch {
-        let made = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| factory.make(attempt)));
-        return made.map_err(Finished::Panicked);
+        let make = core::panic::AssertUnwindSafe(|| factory.make(attempt));
+        return std::panic::catch_unwind(make).map_err(Finished::Panicked);
     }
     let _ = catch;
     Ok(factory.make(attempt))

@@ -11,9 +11,12 @@ use std::path::Path;
 const RANDOM_INPUTS: u64 = 10_000;
 
 fn replay(target: &str, run: fn(&[u8])) {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds").join(target);
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/seeds")
+        .join(target);
     let mut replayed = 0;
-    for entry in std::fs::read_dir(&corpus).unwrap_or_else(|e| panic!("{}: {e}", corpus.display())) {
+    for entry in std::fs::read_dir(&corpus).unwrap_or_else(|e| panic!("{}: {e}", corpus.display()))
+    {
         let path = entry.expect("a readable corpus entry").path();
         let input = std::fs::read(&path).expect("a readable corpus file");
         run(&input);

@@ -30,7 +30,10 @@ fn quiet_expected_panics() {
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     match payload.downcast_ref::<&'static str>() {
         Some(message) => (*message).to_owned(),
-        None => payload.downcast_ref::<String>().cloned().unwrap_or_default(),
+        None => payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default(),
     }
 }
 
@@ -82,11 +85,20 @@ fn a_panicking_copy_unwinds_through_poll_when_catch_unwind_is_off() {
 
     assert_eq!(outcome, Err("scripted copy panicked".to_owned()));
     assert_eq!(backend.started(), 2, "copy 2 was not due yet");
-    assert_eq!(backend.alive(), 0, "the unwinding caller dropped the call and every copy");
+    assert_eq!(
+        backend.alive(),
+        0,
+        "the unwinding caller dropped the call and every copy"
+    );
     assert_eq!(timer.live_sleeps(), 0);
     assert_eq!(
         policy.stats(),
-        Stats { calls: 1, cancelled: 1, hedges: 1, ..Stats::default() },
+        Stats {
+            calls: 1,
+            cancelled: 1,
+            hedges: 1,
+            ..Stats::default()
+        },
         "a call that unwound mid-race counts as cancelled"
     );
     assert_still_usable(&timer, &policy);
@@ -104,7 +116,16 @@ fn a_panicking_copy_is_a_failed_copy_when_catch_unwind_is_on() {
     // The panic at 5 ms started copy 1 at once, not at its 10 ms due time.
     assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(5))]);
     assert_eq!(backend.alive(), 0);
-    assert_eq!(policy.stats(), Stats { calls: 1, wins: 1, hedges: 1, hedge_wins: 1, ..Stats::default() });
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            wins: 1,
+            hedges: 1,
+            hedge_wins: 1,
+            ..Stats::default()
+        }
+    );
 }
 
 #[test]
@@ -115,7 +136,11 @@ fn an_error_is_returned_before_a_caught_panic() {
 
     let outcome = run_catching(&timer, backend.factory().hedged(&policy));
 
-    assert_eq!(outcome, Ok(Err(7)), "an error to return beats a panic to resume");
+    assert_eq!(
+        outcome,
+        Ok(Err(7)),
+        "an error to return beats a panic to resume"
+    );
     assert_eq!(policy.stats().failures, 1);
 }
 
@@ -130,12 +155,35 @@ fn when_every_copy_panics_the_lowest_index_panic_resumes_after_the_race() {
     let outcome = catch_unwind(AssertUnwindSafe(|| call.run(&timer)));
 
     assert!(outcome.is_err(), "no copy won or failed: the panic resumes");
-    assert_eq!(timer.now(), ms(20), "the race ran until the last copy finished");
-    assert_eq!(backend.alive(), 0, "every copy was dropped before the panic resumed");
-    assert!(futures::future::FusedFuture::is_terminated(&*call.future), "the call is over");
-    assert_eq!(policy.stats(), Stats { calls: 1, failures: 1, hedges: 1, ..Stats::default() });
+    assert_eq!(
+        timer.now(),
+        ms(20),
+        "the race ran until the last copy finished"
+    );
+    assert_eq!(
+        backend.alive(),
+        0,
+        "every copy was dropped before the panic resumed"
+    );
+    assert!(
+        futures::future::FusedFuture::is_terminated(&*call.future),
+        "the call is over"
+    );
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            failures: 1,
+            hedges: 1,
+            ..Stats::default()
+        }
+    );
     drop(call);
-    assert_eq!(policy.stats().cancelled, 0, "a finished call is not cancelled by its drop");
+    assert_eq!(
+        policy.stats().cancelled,
+        0,
+        "a finished call is not cancelled by its drop"
+    );
     assert_still_usable(&timer, &policy);
 }
 
@@ -159,14 +207,21 @@ fn a_panicking_factory_unwinds_through_poll_when_catch_unwind_is_off() {
         let backend = Backend::new(&timer, [Step::never(), Step::never()]);
         let policy = policy(&timer, 2, false);
 
-        let outcome = run_catching(&timer, factory_panicking_at(&backend, panics_at).hedged(&policy));
+        let outcome = run_catching(
+            &timer,
+            factory_panicking_at(&backend, panics_at).hedged(&policy),
+        );
 
         assert_eq!(outcome, Err("scripted factory panic".to_owned()));
         assert_eq!(backend.started(), panics_at, "copies made before the panic");
         assert_eq!(backend.alive(), 0, "and dropped with the call");
         assert_eq!(timer.live_sleeps(), 0);
         let stats = policy.stats();
-        assert_eq!((stats.calls, stats.cancelled, stats.hedges), (1, 1, 0), "copy {panics_at}");
+        assert_eq!(
+            (stats.calls, stats.cancelled, stats.hedges),
+            (1, 1, 0),
+            "copy {panics_at}"
+        );
         assert_still_usable(&timer, &policy);
     }
 }
@@ -185,7 +240,16 @@ fn a_panicking_factory_is_a_failed_copy_when_catch_unwind_is_on() {
     assert_eq!(call.run(&timer), Ok(2));
     assert_eq!(backend.starts(), vec![(1, ms(0)), (2, ms(10))]);
     assert_eq!(backend.alive(), 0);
-    assert_eq!(policy.stats(), Stats { calls: 1, wins: 1, hedges: 2, hedge_wins: 1, ..Stats::default() });
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            wins: 1,
+            hedges: 2,
+            hedge_wins: 1,
+            ..Stats::default()
+        }
+    );
 }
 
 #[test]
@@ -194,9 +258,19 @@ fn copies_after_a_caught_factory_panic_keep_their_index() {
     let timer = ManualTimer::new();
     let backend = Backend::new(
         &timer,
-        [Step::err(50, 0), Step::never(), Step::err(40, 2), Step::err(5, 3)],
+        [
+            Step::err(50, 0),
+            Step::never(),
+            Step::err(40, 2),
+            Step::err(5, 3),
+        ],
     );
-    let policy = Policy::builder().max_copies(4).parallel().catch_unwind(true).timer(timer.clone()).build();
+    let policy = Policy::builder()
+        .max_copies(4)
+        .parallel()
+        .catch_unwind(true)
+        .timer(timer.clone())
+        .build();
     quiet_expected_panics();
 
     let outcome = run_catching(&timer, factory_panicking_at(&backend, 1).hedged(&policy));
@@ -220,8 +294,20 @@ fn when_every_factory_call_panics_the_panic_resumes() {
     let outcome = run_catching(&timer, factory.hedged(&policy));
 
     assert_eq!(outcome, Err("scripted factory panic".to_owned()));
-    assert_eq!(calls.load(SeqCst), 3, "each failure started the next copy at once");
-    assert_eq!(policy.stats(), Stats { calls: 1, failures: 1, hedges: 2, ..Stats::default() });
+    assert_eq!(
+        calls.load(SeqCst),
+        3,
+        "each failure started the next copy at once"
+    );
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            failures: 1,
+            hedges: 2,
+            ..Stats::default()
+        }
+    );
 }
 
 // --- A panicking on_hedge hook -----------------------------------------------------------
@@ -241,9 +327,17 @@ fn a_panicking_on_hedge_hook_unwinds_through_poll_whatever_catch_unwind_says() {
 
         let outcome = run_catching(&timer, backend.factory().hedged(&policy));
 
-        assert_eq!(outcome, Err("scripted hook panic".to_owned()), "catch_unwind({catch})");
+        assert_eq!(
+            outcome,
+            Err("scripted hook panic".to_owned()),
+            "catch_unwind({catch})"
+        );
         assert_eq!(timer.now(), ms(10), "at the hedge's due time");
-        assert_eq!(backend.started(), 1, "the hook runs before the copy is made");
+        assert_eq!(
+            backend.started(),
+            1,
+            "the hook runs before the copy is made"
+        );
         assert_eq!(backend.alive(), 0, "the original was dropped with the call");
         assert_eq!(timer.live_sleeps(), 0);
         let stats = policy.stats();
@@ -280,7 +374,20 @@ fn a_hook_that_panicked_leaves_the_policy_usable_from_other_threads() {
             (answer, backend.alive())
         })
     };
-    assert_eq!(worker.join().expect("the worker does not panic"), (Ok(1), 0));
+    assert_eq!(
+        worker.join().expect("the worker does not panic"),
+        (Ok(1), 0)
+    );
     assert_eq!(hook_calls.load(SeqCst), 2);
-    assert_eq!(policy.stats(), Stats { calls: 2, wins: 1, cancelled: 1, hedges: 1, hedge_wins: 1, ..Stats::default() });
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 2,
+            wins: 1,
+            cancelled: 1,
+            hedges: 1,
+            hedge_wins: 1,
+            ..Stats::default()
+        }
+    );
 }

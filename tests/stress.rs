@@ -53,7 +53,14 @@ enum Kind {
     Cancelled,
 }
 
-const KINDS: [Kind; 6] = [Kind::Win, Kind::AllFail, Kind::HedgeWins, Kind::SecondHedgeWins, Kind::Fatal, Kind::Cancelled];
+const KINDS: [Kind; 6] = [
+    Kind::Win,
+    Kind::AllFail,
+    Kind::HedgeWins,
+    Kind::SecondHedgeWins,
+    Kind::Fatal,
+    Kind::Cancelled,
+];
 
 impl Kind {
     fn of(thread: u64, call: u64) -> Kind {
@@ -73,12 +80,42 @@ impl Kind {
 
     fn expected(self) -> Stats {
         match self {
-            Kind::Win => Stats { calls: 1, wins: 1, ..Stats::default() },
-            Kind::AllFail => Stats { calls: 1, failures: 1, hedges: 2, ..Stats::default() },
-            Kind::HedgeWins => Stats { calls: 1, wins: 1, hedges: 1, hedge_wins: 1, ..Stats::default() },
-            Kind::SecondHedgeWins => Stats { calls: 1, wins: 1, hedges: 2, hedge_wins: 1, ..Stats::default() },
-            Kind::Fatal => Stats { calls: 1, failures: 1, ..Stats::default() },
-            Kind::Cancelled => Stats { calls: 1, cancelled: 1, hedges: 2, ..Stats::default() },
+            Kind::Win => Stats {
+                calls: 1,
+                wins: 1,
+                ..Stats::default()
+            },
+            Kind::AllFail => Stats {
+                calls: 1,
+                failures: 1,
+                hedges: 2,
+                ..Stats::default()
+            },
+            Kind::HedgeWins => Stats {
+                calls: 1,
+                wins: 1,
+                hedges: 1,
+                hedge_wins: 1,
+                ..Stats::default()
+            },
+            Kind::SecondHedgeWins => Stats {
+                calls: 1,
+                wins: 1,
+                hedges: 2,
+                hedge_wins: 1,
+                ..Stats::default()
+            },
+            Kind::Fatal => Stats {
+                calls: 1,
+                failures: 1,
+                ..Stats::default()
+            },
+            Kind::Cancelled => Stats {
+                calls: 1,
+                cancelled: 1,
+                hedges: 2,
+                ..Stats::default()
+            },
         }
     }
 }
@@ -149,7 +186,10 @@ fn stress(threads: u64, calls_per_thread: u64) {
                     (now.hedges, last.hedges),
                     (now.hedge_wins, last.hedge_wins),
                 ];
-                assert!(grew.iter().all(|(now, last)| now >= last), "{last:?} then {now:?}");
+                assert!(
+                    grew.iter().all(|(now, last)| now >= last),
+                    "{last:?} then {now:?}"
+                );
                 last = now;
                 snapshots += 1;
             }
@@ -180,7 +220,11 @@ fn stress(threads: u64, calls_per_thread: u64) {
 
     assert_eq!(expected.calls, threads * calls_per_thread);
     assert_eq!(policy.stats(), expected);
-    assert_eq!(hooked.load(SeqCst), expected.hedges, "on_hedge ran once per hedge");
+    assert_eq!(
+        hooked.load(SeqCst),
+        expected.hedges,
+        "on_hedge ran once per hedge"
+    );
     let stats = policy.stats();
     assert_eq!(stats.calls, stats.wins + stats.failures + stats.cancelled);
 }

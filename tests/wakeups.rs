@@ -24,7 +24,10 @@ const STALL: Duration = Duration::from_secs(10);
 #[derive(Clone, Copy, Debug)]
 enum Copy {
     /// The timer wakes it after this many milliseconds.
-    Timed { after_ms: u64, result: Result<u32, u32> },
+    Timed {
+        after_ms: u64,
+        result: Result<u32, u32>,
+    },
     /// Another thread completes it and wakes it, right after it is made.
     Threaded { result: Result<u32, u32> },
 }
@@ -119,7 +122,9 @@ fn random_result(rng: &mut fastrand::Rng) -> Result<u32, u32> {
 }
 
 fn scenario_policy(rng: &mut fastrand::Rng, timer: &ManualTimer) -> Policy<ManualTimer> {
-    let builder = Policy::builder().max_copies(rng.usize(1..=4)).timer(timer.clone());
+    let builder = Policy::builder()
+        .max_copies(rng.usize(1..=4))
+        .timer(timer.clone());
     let builder = match rng.u8(0..4) {
         0 => builder.parallel(),
         1 => builder.fallback(),
@@ -129,12 +134,19 @@ fn scenario_policy(rng: &mut fastrand::Rng, timer: &ManualTimer) -> Policy<Manua
         }
         _ => builder.delay(Duration::from_millis(rng.u64(0..8))),
     };
-    let builder = if rng.bool() { builder.max_delay(Duration::from_millis(rng.u64(0..10))) } else { builder };
+    let builder = if rng.bool() {
+        builder.max_delay(Duration::from_millis(rng.u64(0..10)))
+    } else {
+        builder
+    };
     builder.build()
 }
 
 /// Runs one random call to its end, polling only when woken. Returns an error on a stall.
-fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u32>, u32)>) -> Result<(), String> {
+fn run_scenario(
+    seed: u64,
+    completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u32>, u32)>,
+) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let timer = ManualTimer::new();
     let policy = scenario_policy(&mut rng, &timer);
@@ -144,7 +156,10 @@ fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u3
             if rng.bool() {
                 Copy::Threaded { result }
             } else {
-                Copy::Timed { after_ms: rng.u64(0..8), result }
+                Copy::Timed {
+                    after_ms: rng.u64(0..8),
+                    result,
+                }
             }
         })
         .collect();
@@ -153,7 +168,12 @@ fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u3
     let spins: Vec<u32> = (0..copies.len()).map(|_| rng.u32(0..2_000)).collect();
 
     let factory = {
-        let (copies, remotes, made, timer) = (copies.clone(), Arc::clone(&remotes), Arc::clone(&made), timer.clone());
+        let (copies, remotes, made, timer) = (
+            copies.clone(),
+            Arc::clone(&remotes),
+            Arc::clone(&made),
+            timer.clone(),
+        );
         let completer = completer.clone();
         move |attempt: Attempt| {
             made.fetch_add(1, SeqCst);
@@ -173,7 +193,10 @@ fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u3
         }
     };
     let mut call = Box::pin(factory.hedged(&policy));
-    let unpark = Arc::new(Unpark { wakes: AtomicUsize::new(0), thread: thread::current() });
+    let unpark = Arc::new(Unpark {
+        wakes: AtomicUsize::new(0),
+        thread: thread::current(),
+    });
     let waker = Waker::from(Arc::clone(&unpark));
     let mut seen_wakes = 0;
     let mut first = true;
@@ -186,12 +209,20 @@ fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u3
             }
             continue;
         }
-        let in_transit = remotes.lock().unwrap().iter().any(|remote| !remote.delivered.load(SeqCst));
+        let in_transit = remotes
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|remote| !remote.delivered.load(SeqCst));
         if in_transit {
             // Another thread will wake the call: wait for it, not for the clock.
             let waiting = Instant::now();
             while unpark.wakes.load(SeqCst) == seen_wakes
-                && remotes.lock().unwrap().iter().any(|remote| !remote.delivered.load(SeqCst))
+                && remotes
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|remote| !remote.delivered.load(SeqCst))
             {
                 if waiting.elapsed() > STALL {
                     return Err(format!("seed {seed}: no wake-up from the other thread"));
@@ -204,21 +235,33 @@ fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u3
             Some(next) => timer.advance(next - timer.now()),
             // Every wake-up was sent: one must have reached the call.
             None if unpark.wakes.load(SeqCst) > seen_wakes => continue,
-            None => return Err(format!("seed {seed}: stalled, copies {copies:?}, policy {policy:?}")),
+            None => {
+                return Err(format!(
+                    "seed {seed}: stalled, copies {copies:?}, policy {policy:?}"
+                ))
+            }
         }
     };
 
     let started = made.load(SeqCst);
     if started > copies.len() {
-        return Err(format!("seed {seed}: {started} copies for a cap of {}", copies.len()));
+        return Err(format!(
+            "seed {seed}: {started} copies for a cap of {}",
+            copies.len()
+        ));
     }
     if !copies[..started].iter().any(|copy| copy.result() == output) {
-        return Err(format!("seed {seed}: {output:?} is no started copy's result"));
+        return Err(format!(
+            "seed {seed}: {output:?} is no started copy's result"
+        ));
     }
     drop(call);
     let stats = policy.stats();
     if stats.calls != 1 || stats.wins + stats.failures != 1 || timer.live_sleeps() != 0 {
-        return Err(format!("seed {seed}: {stats:?}, {} sleeps alive", timer.live_sleeps()));
+        return Err(format!(
+            "seed {seed}: {stats:?}, {} sleeps alive",
+            timer.live_sleeps()
+        ));
     }
     Ok(())
 }
@@ -226,7 +269,10 @@ fn run_scenario(seed: u64, completer: &mpsc::Sender<(Arc<Remote>, Result<u32, u3
 #[test]
 fn random_calls_polled_only_when_woken_never_stall() {
     let completer = spawn_completer();
-    let failures: Vec<String> = (0..SCENARIOS).filter_map(|seed| run_scenario(seed, &completer).err()).take(5).collect();
+    let failures: Vec<String> = (0..SCENARIOS)
+        .filter_map(|seed| run_scenario(seed, &completer).err())
+        .take(5)
+        .collect();
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -262,7 +308,11 @@ fn a_wake_up_sent_during_poll_is_not_lost() {
         }
     }
     let other = {
-        let (remote, inside_poll, completed) = (Arc::clone(&remote), Arc::clone(&inside_poll), Arc::clone(&completed));
+        let (remote, inside_poll, completed) = (
+            Arc::clone(&remote),
+            Arc::clone(&inside_poll),
+            Arc::clone(&completed),
+        );
         thread::spawn(move || {
             while !inside_poll.load(SeqCst) {
                 std::hint::spin_loop();
@@ -276,14 +326,25 @@ fn a_wake_up_sent_during_poll_is_not_lost() {
             completed.store(true, SeqCst);
         })
     };
-    let mut made = Some(DuringPoll { remote, inside_poll, completed });
+    let mut made = Some(DuringPoll {
+        remote,
+        inside_poll,
+        completed,
+    });
     let mut call = Box::pin((move || made.take().expect("one copy")).hedged(&policy));
-    let unpark = Arc::new(Unpark { wakes: AtomicUsize::new(0), thread: thread::current() });
+    let unpark = Arc::new(Unpark {
+        wakes: AtomicUsize::new(0),
+        thread: thread::current(),
+    });
     let waker = Waker::from(Arc::clone(&unpark));
     let mut cx = Context::from_waker(&waker);
 
     assert_eq!(call.as_mut().poll(&mut cx), Poll::Pending);
     other.join().unwrap();
-    assert_eq!(unpark.wakes.load(SeqCst), 1, "the wake-up sent during poll arrived");
+    assert_eq!(
+        unpark.wakes.load(SeqCst),
+        1,
+        "the wake-up sent during poll arrived"
+    );
     assert_eq!(call.as_mut().poll(&mut cx), Poll::Ready(Ok(9)));
 }

@@ -119,7 +119,11 @@ impl Mode {
         }
     }
 
-    fn apply<T>(&self, builder: PolicyBuilder<T>, delay_fn_calls: &Arc<Mutex<Vec<usize>>>) -> PolicyBuilder<T> {
+    fn apply<T>(
+        &self,
+        builder: PolicyBuilder<T>,
+        delay_fn_calls: &Arc<Mutex<Vec<usize>>>,
+    ) -> PolicyBuilder<T> {
         match self {
             Mode::Fixed(delay) => builder.delay(*delay),
             Mode::Parallel => builder.parallel(),
@@ -139,12 +143,19 @@ impl Mode {
 /// The schedule rule of the contracts table, written out on its own: copy k is due
 /// `delay` after copy k-1 started; once that would pass `max_delay` after the original,
 /// copies are spread `max(delay / 4, 1 ms)` apart.
-fn due_by_rule(delay: Duration, max_delay: Option<Duration>, previous: Duration, first: Duration) -> Duration {
+fn due_by_rule(
+    delay: Duration,
+    max_delay: Option<Duration>,
+    previous: Duration,
+    first: Duration,
+) -> Duration {
     let natural = previous.saturating_add(delay);
     match max_delay {
         Some(cap) if natural > first.saturating_add(cap) => {
             let spread = (delay / 4).max(MS);
-            first.saturating_add(cap).max(previous.saturating_add(spread))
+            first
+                .saturating_add(cap)
+                .max(previous.saturating_add(spread))
         }
         _ => natural,
     }
@@ -330,7 +341,11 @@ impl Script {
                 Mode::PerCopy(Arc::new(delays))
             }
         };
-        let max_delay = if u.ratio(1, 3)? { Some(ms(u.int_in_range(0..=100)?)) } else { None };
+        let max_delay = if u.ratio(1, 3)? {
+            Some(ms(u.int_in_range(0..=100)?))
+        } else {
+            None
+        };
         let hedge_probability = match u.int_in_range(0..=9u8)? {
             0 => 0.0,
             1 => 0.5,
@@ -345,8 +360,14 @@ impl Script {
             1 => Judge::When,
             _ => Judge::Classify,
         };
-        let hook_panics_at = if u.ratio(1, 8)? { Some(u.int_in_range(1..=copies)?) } else { None };
-        let steps = (0..copies).map(|_| Step::read(u)).collect::<Result<Vec<_>>>()?;
+        let hook_panics_at = if u.ratio(1, 8)? {
+            Some(u.int_in_range(1..=copies)?)
+        } else {
+            None
+        };
+        let steps = (0..copies)
+            .map(|_| Step::read(u))
+            .collect::<Result<Vec<_>>>()?;
         let mut actions = Vec::new();
         while actions.len() < 48 && !u.is_empty() {
             actions.push(match u.int_in_range(0..=15u8)? {
@@ -375,7 +396,10 @@ impl Script {
 enum Expected {
     Pending,
     /// `Ready`, won by copy `index`.
-    Won { index: usize, result: std::result::Result<u8, u8> },
+    Won {
+        index: usize,
+        result: std::result::Result<u8, u8>,
+    },
     /// `Ready` with a failure: a fatal verdict, or every copy failed or withdrew.
     Failed(std::result::Result<u8, u8>),
     /// `catch_unwind` caught copy panics, nothing won or failed: the panic resumes and the
@@ -484,13 +508,26 @@ impl<'s> Model<'s> {
             return None;
         }
         let delay = self.script.mode.delay(self.launched)?;
-        Some(due_by_rule(delay, self.effective_max_delay, self.last_start, self.first_start))
+        Some(due_by_rule(
+            delay,
+            self.effective_max_delay,
+            self.last_start,
+            self.first_start,
+        ))
     }
 
     /// The earliest time something should wake the call: a copy finishing or a copy due.
     fn next_event(&self) -> Option<Duration> {
-        let finish = self.in_flight.iter().filter_map(|(_, finish)| *finish).min();
-        let due = if self.in_flight.is_empty() { None } else { self.next_due() };
+        let finish = self
+            .in_flight
+            .iter()
+            .filter_map(|(_, finish)| *finish)
+            .min();
+        let due = if self.in_flight.is_empty() {
+            None
+        } else {
+            self.next_due()
+        };
         finish.into_iter().chain(due).min()
     }
 
@@ -564,7 +601,9 @@ impl<'s> Model<'s> {
         if self.caught_panic {
             return Expected::Resumed;
         }
-        let (_, result) = self.lowest_withdrawn.expect("a race that ends keeps a result");
+        let (_, result) = self
+            .lowest_withdrawn
+            .expect("a race that ends keeps a result");
         Expected::Failed(result)
     }
 }
@@ -606,7 +645,11 @@ pub fn hedge_state_machine(data: &[u8]) {
             }
         })
         .build();
-    assert_eq!(policy.max_copies(), script.max_copies.max(1), "max_copies(0) clamps to 1");
+    assert_eq!(
+        policy.max_copies(),
+        script.max_copies.max(1),
+        "max_copies(0) clamps to 1"
+    );
 
     let log = SharedLog::default();
     let factory = {
@@ -641,8 +684,14 @@ pub fn hedge_state_machine(data: &[u8]) {
 
     let asked = delay_fn_calls.lock().unwrap_or_else(|e| e.into_inner());
     for (position, copy) in asked.iter().enumerate() {
-        assert!((1..script.max_copies.max(1)).contains(copy), "delay_fn asked about copy {copy}");
-        assert!(!asked[..position].contains(copy), "delay_fn asked twice about copy {copy}");
+        assert!(
+            (1..script.max_copies.max(1)).contains(copy),
+            "delay_fn asked about copy {copy}"
+        );
+        assert!(
+            !asked[..position].contains(copy),
+            "delay_fn asked twice about copy {copy}"
+        );
     }
 }
 
@@ -701,7 +750,10 @@ impl Call<'_> {
                         // Not woken: nothing may have come due, or a wake-up was lost.
                         let now = self.timer.now();
                         if let Some(event) = driven.model.next_event() {
-                            assert!(event > now, "lost wake-up: an event at {event:?} passed, now {now:?}");
+                            assert!(
+                                event > now,
+                                "lost wake-up: an event at {event:?} passed, now {now:?}"
+                            );
                         }
                         match self.timer.next_deadline() {
                             Some(next) if matches!(action, Action::Run) => {
@@ -712,7 +764,11 @@ impl Call<'_> {
                             None => {
                                 // Nothing can wake it: right only if nothing is left to
                                 // happen (the copies in flight never end).
-                                assert_eq!(driven.model.next_event(), None, "stalled with an event pending");
+                                assert_eq!(
+                                    driven.model.next_event(),
+                                    None,
+                                    "stalled with an event pending"
+                                );
                                 actions.len() == 0 && self.drop_call(&mut driven)
                             }
                         }
@@ -738,29 +794,58 @@ impl Call<'_> {
         let now = self.timer.now();
         let future = driven.hedge.as_mut().expect("polled after the end");
         let mut cx = Context::from_waker(&driven.waker);
-        let real = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
-        let max_copies = self.log.borrow().attempts.first().map_or(0, Attempt::max_copies);
+        let real = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            future.as_mut().poll(&mut cx)
+        }));
+        let max_copies = self
+            .log
+            .borrow()
+            .attempts
+            .first()
+            .map_or(0, Attempt::max_copies);
         let model = &mut driven.model;
         let expected = model.poll(now, max_copies);
         self.check_progress(model);
         let terminated = future.is_terminated();
         let outcome = match (real, expected) {
             (Ok(Poll::Pending), Expected::Pending) => {
-                self.check_stats(model, Stats { calls: 1, ..Stats::default() });
+                self.check_stats(
+                    model,
+                    Stats {
+                        calls: 1,
+                        ..Stats::default()
+                    },
+                );
                 return false;
             }
-            (Ok(Poll::Ready(result)), Expected::Won { index, result: expected }) => {
+            (
+                Ok(Poll::Ready(result)),
+                Expected::Won {
+                    index,
+                    result: expected,
+                },
+            ) => {
                 assert_eq!(result, expected, "won by copy {index}");
-                Stats { wins: 1, hedge_wins: u64::from(index > 0), ..Stats::default() }
+                Stats {
+                    wins: 1,
+                    hedge_wins: u64::from(index > 0),
+                    ..Stats::default()
+                }
             }
             (Ok(Poll::Ready(result)), Expected::Failed(expected)) => {
                 assert_eq!(result, expected, "the returned failure");
-                Stats { failures: 1, ..Stats::default() }
+                Stats {
+                    failures: 1,
+                    ..Stats::default()
+                }
             }
             (Err(panic), Expected::Resumed) => {
                 let message = panic_message(&*panic);
                 assert!(message.starts_with(SCRIPTED), "unexpected panic: {message}");
-                Stats { failures: 1, ..Stats::default() }
+                Stats {
+                    failures: 1,
+                    ..Stats::default()
+                }
             }
             (Err(panic), Expected::Unwound) => {
                 let message = panic_message(&*panic);
@@ -768,16 +853,30 @@ impl Call<'_> {
                 assert!(!terminated, "a call that unwound mid-race is not over");
                 return self.drop_call(driven);
             }
-            (Err(panic), expected) => panic!("poll panicked ({}), expected {expected:?}", panic_message(&*panic)),
+            (Err(panic), expected) => panic!(
+                "poll panicked ({}), expected {expected:?}",
+                panic_message(&*panic)
+            ),
             (Ok(real), expected) => panic!("poll returned {real:?}, expected {expected:?}"),
         };
         // Ready (or a caught panic resumed): every copy and the timer are already gone.
         assert!(terminated, "a finished call reports is_terminated");
         let log = self.log.borrow();
-        assert_eq!(log.dropped, log.made.len(), "every copy dropped before poll returns");
+        assert_eq!(
+            log.dropped,
+            log.made.len(),
+            "every copy dropped before poll returns"
+        );
         drop(log);
-        assert_eq!(self.timer.live_sleeps(), 0, "the hedge timer dropped before poll returns");
-        let outcome = Stats { calls: 1, ..outcome };
+        assert_eq!(
+            self.timer.live_sleeps(),
+            0,
+            "the hedge timer dropped before poll returns"
+        );
+        let outcome = Stats {
+            calls: 1,
+            ..outcome
+        };
         self.check_stats(model, outcome);
         driven.hedge = None;
         self.check_stats(model, outcome); // dropping a finished call changes nothing
@@ -789,10 +888,26 @@ impl Call<'_> {
     fn drop_call<H>(&self, driven: &mut Driven<'_, H>) -> bool {
         driven.hedge = None;
         let log = self.log.borrow();
-        assert_eq!(log.dropped, log.made.len(), "every copy dropped with the call");
+        assert_eq!(
+            log.dropped,
+            log.made.len(),
+            "every copy dropped with the call"
+        );
         drop(log);
-        assert_eq!(self.timer.live_sleeps(), 0, "every sleep dropped with the call");
-        let outcome = if driven.polled { Stats { calls: 1, cancelled: 1, ..Stats::default() } } else { Stats::default() };
+        assert_eq!(
+            self.timer.live_sleeps(),
+            0,
+            "every sleep dropped with the call"
+        );
+        let outcome = if driven.polled {
+            Stats {
+                calls: 1,
+                cancelled: 1,
+                ..Stats::default()
+            }
+        } else {
+            Stats::default()
+        };
         self.check_stats(&driven.model, outcome);
         true
     }
@@ -801,7 +916,11 @@ impl Call<'_> {
     fn check_progress(&self, model: &Model<'_>) {
         let log = self.log.borrow();
         let max_copies = self.script.max_copies.max(1);
-        assert!(log.attempts.len() <= max_copies, "{} copies started, max {max_copies}", log.attempts.len());
+        assert!(
+            log.attempts.len() <= max_copies,
+            "{} copies started, max {max_copies}",
+            log.attempts.len()
+        );
         assert!(!log.polled_after_finish, "a finished copy was polled again");
         assert_eq!(log.made, model.made, "copies made (index, time)");
         for (index, attempt) in log.attempts.iter().enumerate() {
@@ -821,17 +940,27 @@ impl Call<'_> {
         } else {
             assert!(per_call == 1 || per_call == max_copies);
         }
-        assert_eq!(self.hook_calls.load(SeqCst), model.hook_calls, "on_hedge calls");
+        assert_eq!(
+            self.hook_calls.load(SeqCst),
+            model.hook_calls,
+            "on_hedge calls"
+        );
         // Lazy timer: at most one hedge timer per call, none when no copy is ever timed.
         let hedge_timers = self.timer.sleeps_created() - log.copy_sleeps;
         assert!(hedge_timers <= 1, "{hedge_timers} hedge timers in one call");
         if matches!(self.script.mode, Mode::Parallel | Mode::Fallback) || per_call == 1 {
-            assert_eq!(hedge_timers, 0, "a call that never times a copy arms no timer");
+            assert_eq!(
+                hedge_timers, 0,
+                "a call that never times a copy arms no timer"
+            );
         }
     }
 
     fn check_stats(&self, model: &Model<'_>, outcome: Stats) {
-        let expected = Stats { hedges: model.hedges, ..outcome };
+        let expected = Stats {
+            hedges: model.hedges,
+            ..outcome
+        };
         assert_eq!(self.policy.stats(), expected);
     }
 }
@@ -862,16 +991,26 @@ fn run_schedule(u: &mut Unstructured<'_>) -> Result<()> {
             Mode::PerCopy(Arc::new(delays))
         }
     };
-    let max_delay = if u.arbitrary()? { Some(any_duration(u)?) } else { None };
+    let max_delay = if u.arbitrary()? {
+        Some(any_duration(u)?)
+    } else {
+        None
+    };
     let late = u.arbitrary::<bool>()?;
     let mut lateness = Vec::new();
     for _ in 0..max_copies {
-        lateness.push(if late { any_duration(u)? } else { Duration::ZERO });
+        lateness.push(if late {
+            any_duration(u)?
+        } else {
+            Duration::ZERO
+        });
     }
 
     let timer = ManualTimer::new();
     let asked = Arc::new(Mutex::new(Vec::new()));
-    let builder = Policy::builder().max_copies(max_copies).timer(timer.clone());
+    let builder = Policy::builder()
+        .max_copies(max_copies)
+        .timer(timer.clone());
     let builder = mode.apply(builder, &asked);
     let builder = match max_delay {
         Some(max_delay) => builder.max_delay(max_delay),
@@ -894,7 +1033,9 @@ fn run_schedule(u: &mut Unstructured<'_>) -> Result<()> {
     let mut late = lateness.into_iter();
     for _ in 0..=max_copies {
         assert!(hedge.as_mut().poll(&mut cx).is_pending());
-        let Some(next) = timer.next_deadline() else { break };
+        let Some(next) = timer.next_deadline() else {
+            break;
+        };
         let now = timer.now();
         timer.advance((next - now).saturating_add(late.next().unwrap_or_default()));
     }
@@ -904,18 +1045,28 @@ fn run_schedule(u: &mut Unstructured<'_>) -> Result<()> {
     let expected_copies = match &mode {
         Mode::Fallback => 1,
         Mode::Fixed(_) | Mode::Parallel => max_copies,
-        Mode::PerCopy(delays) => 1 + (1..max_copies).take_while(|&copy| delays[copy].is_some()).count(),
+        Mode::PerCopy(delays) => {
+            1 + (1..max_copies)
+                .take_while(|&copy| delays[copy].is_some())
+                .count()
+        }
     };
     assert_eq!(made.len(), expected_copies, "copies started");
     let cap = mode.effective_max_delay(max_delay);
     for window in made.windows(2) {
-        let [(previous, _), (copy, made_at)] = window else { unreachable!() };
+        let [(previous, _), (copy, made_at)] = window else {
+            unreachable!()
+        };
         let delay = mode.delay(copy.index()).expect("a timed copy has a delay");
         // The call's clock started at zero, so `elapsed` is the copy's due time.
         let due = due_by_rule(delay, cap, previous.elapsed(), Duration::ZERO);
         assert_eq!(copy.elapsed(), due, "copy {} due by the rule", copy.index());
         assert!(copy.elapsed() >= previous.elapsed(), "monotonic");
-        assert!(*made_at >= due, "copy {} started before it was due", copy.index());
+        assert!(
+            *made_at >= due,
+            "copy {} started before it was due",
+            copy.index()
+        );
         let natural = previous.elapsed().saturating_add(delay);
         if let Some(cap) = cap {
             if natural > cap {
@@ -933,11 +1084,22 @@ fn run_schedule(u: &mut Unstructured<'_>) -> Result<()> {
     let asked = asked.lock().unwrap_or_else(|e| e.into_inner());
     for (position, copy) in asked.iter().enumerate() {
         assert!((1..max_copies).contains(copy));
-        assert!(!asked[..position].contains(copy), "delay_fn asked twice about copy {copy}");
+        assert!(
+            !asked[..position].contains(copy),
+            "delay_fn asked twice about copy {copy}"
+        );
     }
     drop(hedge);
     assert_eq!(timer.live_sleeps(), 0);
-    assert_eq!(policy.stats(), Stats { calls: 1, cancelled: 1, hedges: made.len() as u64 - 1, ..Stats::default() });
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            cancelled: 1,
+            hedges: made.len() as u64 - 1,
+            ..Stats::default()
+        }
+    );
     Ok(())
 }
 
@@ -988,7 +1150,11 @@ fn run_policy_builder(u: &mut Unstructured<'_>) -> Result<()> {
                 timed = true;
                 let mut delays = vec![None];
                 for _ in 0..u.int_in_range(0..=6)? {
-                    delays.push(if u.ratio(1, 5)? { None } else { Some(any_duration(u)?) });
+                    delays.push(if u.ratio(1, 5)? {
+                        None
+                    } else {
+                        Some(any_duration(u)?)
+                    });
                 }
                 Mode::PerCopy(Arc::new(delays)).apply(builder, &asked)
             }
@@ -1025,7 +1191,11 @@ fn run_policy_builder(u: &mut Unstructured<'_>) -> Result<()> {
         };
     }
     let policy = builder.build();
-    assert_eq!(policy.max_copies(), max_copies, "max_copies clamps to 1..=1024");
+    assert_eq!(
+        policy.max_copies(),
+        max_copies,
+        "max_copies clamps to 1..=1024"
+    );
     assert!(format!("{policy:?}").starts_with("Policy"));
     assert_eq!(policy.stats(), Stats::default());
 
@@ -1033,7 +1203,14 @@ fn run_policy_builder(u: &mut Unstructured<'_>) -> Result<()> {
     let ready = ready_now((|| std::future::ready(Ok::<u8, u8>(7))).hedged(&policy));
     assert_eq!(ready, Ok(7));
     assert_eq!(timer.sleeps_created(), 0);
-    assert_eq!(policy.stats(), Stats { calls: 1, wins: 1, ..Stats::default() });
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            wins: 1,
+            ..Stats::default()
+        }
+    );
 
     // A call whose copies never answer: a few steps of its schedule, then dropped.
     let attempts = Rc::new(RefCell::new(Vec::<Attempt>::new()));
@@ -1049,7 +1226,9 @@ fn run_policy_builder(u: &mut Unstructured<'_>) -> Result<()> {
     let mut cx = Context::from_waker(&waker);
     for _ in 0..4 {
         assert!(hedge.as_mut().poll(&mut cx).is_pending());
-        let Some(next) = timer.next_deadline() else { break };
+        let Some(next) = timer.next_deadline() else {
+            break;
+        };
         timer.advance(next - timer.now());
     }
     drop(hedge);
@@ -1057,11 +1236,18 @@ fn run_policy_builder(u: &mut Unstructured<'_>) -> Result<()> {
     let per_call = attempts[0].max_copies();
     assert!(per_call == 1 || per_call == max_copies);
     if probability.is_nan() || probability >= 1.0 {
-        assert_eq!(per_call, max_copies, "NaN and values above 1 hedge every call");
+        assert_eq!(
+            per_call, max_copies,
+            "NaN and values above 1 hedge every call"
+        );
     } else if probability <= 0.0 {
         assert_eq!(per_call, 1, "values at or below 0 never hedge");
     }
-    assert!(attempts.len() <= per_call, "{} copies started, max {per_call}", attempts.len());
+    assert!(
+        attempts.len() <= per_call,
+        "{} copies started, max {per_call}",
+        attempts.len()
+    );
     if !timed || per_call == 1 {
         assert_eq!(attempts.len(), 1, "only the original starts");
     }
