@@ -286,12 +286,11 @@ fn poll_copy<Fut: Future>(
     copy.poll(cx).map(Finished::Output)
 }
 
+/// A copy made, or how it ended when its factory panicked under `catch_unwind`.
+type Made<F> = Result<<F as Factory>::Future, Finished<Result<<F as Factory>::Ok, <F as Factory>::Error>>>;
+
 /// Makes a copy; with `catch`, a panicking factory yields the panic as the copy's end.
-fn make_copy<F: Factory>(
-    factory: &mut F,
-    attempt: Attempt,
-    catch: bool,
-) -> Result<F::Future, Finished<Result<F::Ok, F::Error>>> {
+fn make_copy<F: Factory>(factory: &mut F, attempt: Attempt, catch: bool) -> Made<F> {
     #[cfg(feature = "std")]
     if catch {
         let make = core::panic::AssertUnwindSafe(|| factory.make(attempt));

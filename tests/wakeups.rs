@@ -30,12 +30,15 @@ enum Copy {
     },
     /// Another thread completes it and wakes it, right after it is made.
     Threaded { result: Result<u32, u32> },
+    /// Never completes: only another copy can end the call.
+    Never,
 }
 
 impl Copy {
     fn result(self) -> Result<u32, u32> {
         match self {
             Copy::Timed { result, .. } | Copy::Threaded { result } => result,
+            Copy::Never => Err(u32::MAX),
         }
     }
 }
@@ -43,14 +46,21 @@ impl Copy {
 /// A copy completed from another thread: a one-shot slot with a waker.
 #[derive(Default)]
 struct Remote {
-    state: Mutex<(Option<Result<u32, u32>>, Option<Waker>)>,
+    state: Mutex<RemoteState>,
     /// Set after the wake-up was sent.
     delivered: AtomicBool,
+}
+
+#[derive(Default)]
+struct RemoteState {
+    result: Option<Result<u32, u32>>,
+    waker: Option<Waker>,
 }
 
 enum CopyFuture {
     Timed(ManualSleep, Result<u32, u32>),
     Threaded(Arc<Remote>),
+    Never,
 }
 
 impl Future for CopyFuture {
@@ -59,12 +69,13 @@ impl Future for CopyFuture {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
             CopyFuture::Timed(sleep, result) => Pin::new(sleep).poll(cx).map(|()| *result),
+            CopyFuture::Never => Poll::Pending,
             CopyFuture::Threaded(remote) => {
                 let mut state = remote.state.lock().unwrap();
-                match state.0 {
+                match state.result {
                     Some(result) => Poll::Ready(result),
                     None => {
-                        state.1 = Some(cx.waker().clone());
+                        state.waker = Some(cx.waker().clone());
                         Poll::Pending
                     }
                 }
@@ -84,8 +95,8 @@ fn spawn_completer() -> mpsc::Sender<(Arc<Remote>, Result<u32, u32>, u32)> {
             }
             let waker = {
                 let mut state = remote.state.lock().unwrap();
-                state.0 = Some(result);
-                state.1.take()
+                state.result = Some(result);
+                state.waker.take()
             };
             if let Some(waker) = waker {
                 waker.wake();
@@ -121,14 +132,16 @@ fn random_result(rng: &mut fastrand::Rng) -> Result<u32, u32> {
     }
 }
 
-fn scenario_policy(rng: &mut fastrand::Rng, timer: &ManualTimer) -> Policy<ManualTimer> {
+/// A random policy, and whether it starts every copy by the clock (not only on failures).
+fn scenario_policy(rng: &mut fastrand::Rng, timer: &ManualTimer) -> (Policy<ManualTimer>, bool) {
     let builder = Policy::builder()
         .max_copies(rng.usize(1..=4))
         .timer(timer.clone());
-    let builder = match rng.u8(0..4) {
+    let timed = rng.u8(0..4) != 1;
+    let builder = match rng.u8(0..3) {
+        _ if !timed => builder.fallback(),
         0 => builder.parallel(),
-        1 => builder.fallback(),
-        2 => {
+        1 => {
             let delays: Vec<u64> = (0..4).map(|_| rng.u64(0..8)).collect();
             builder.delay_fn(move |copy| Some(Duration::from_millis(delays[copy])))
         }
@@ -139,7 +152,7 @@ fn scenario_policy(rng: &mut fastrand::Rng, timer: &ManualTimer) -> Policy<Manua
     } else {
         builder
     };
-    builder.build()
+    (builder.build(), timed)
 }
 
 /// Runs one random call to its end, polling only when woken. Returns an error on a stall.
@@ -149,20 +162,30 @@ fn run_scenario(
 ) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let timer = ManualTimer::new();
-    let policy = scenario_policy(&mut rng, &timer);
-    let copies: Vec<Copy> = (0..policy.max_copies())
+    let (policy, timed) = scenario_policy(&mut rng, &timer);
+    let mut copies: Vec<Copy> = (0..policy.max_copies())
         .map(|_| {
             let result = random_result(&mut rng);
-            if rng.bool() {
-                Copy::Threaded { result }
-            } else {
-                Copy::Timed {
+            match rng.u8(0..5) {
+                // A copy that never answers needs the clock to start the others.
+                0 if timed => Copy::Never,
+                0..=2 => Copy::Threaded { result },
+                _ => Copy::Timed {
                     after_ms: rng.u64(0..8),
                     result,
-                }
+                },
             }
         })
         .collect();
+    // One copy that answers `Ok` guarantees the call ends; without it, a call whose
+    // copies all never answer would hang by design.
+    if !copies.iter().any(|copy| matches!(copy.result(), Ok(_))) {
+        let last = copies.len() - 1;
+        copies[last] = Copy::Timed {
+            after_ms: rng.u64(0..8),
+            result: Ok(1_000),
+        };
+    }
     let remotes: Arc<Mutex<Vec<Arc<Remote>>>> = Arc::default();
     let made = Arc::new(AtomicUsize::new(0));
     let spins: Vec<u32> = (0..copies.len()).map(|_| rng.u32(0..2_000)).collect();
@@ -181,6 +204,7 @@ fn run_scenario(
                 Copy::Timed { after_ms, result } => {
                     CopyFuture::Timed(timer.sleep(Duration::from_millis(after_ms)), result)
                 }
+                Copy::Never => CopyFuture::Never,
                 Copy::Threaded { result } => {
                     let remote = Arc::new(Remote::default());
                     remotes.lock().unwrap().push(Arc::clone(&remote));
@@ -294,10 +318,10 @@ fn a_wake_up_sent_during_poll_is_not_lost() {
         type Output = Result<u32, u32>;
         fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
             let mut state = self.remote.state.lock().unwrap();
-            if let Some(result) = state.0 {
+            if let Some(result) = state.result {
                 return Poll::Ready(result);
             }
-            state.1 = Some(cx.waker().clone());
+            state.waker = Some(cx.waker().clone());
             drop(state);
             // Hold the poll open until the other thread has completed and woken.
             self.inside_poll.store(true, SeqCst);
@@ -319,8 +343,8 @@ fn a_wake_up_sent_during_poll_is_not_lost() {
             }
             let waker = {
                 let mut state = remote.state.lock().unwrap();
-                state.0 = Some(Ok(9));
-                state.1.take()
+                state.result = Some(Ok(9));
+                state.waker.take()
             };
             waker.expect("the copy registered a waker").wake();
             completed.store(true, SeqCst);

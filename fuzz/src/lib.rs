@@ -184,7 +184,7 @@ enum Judge {
 }
 
 fn retryable(error: &u8) -> bool {
-    error % 2 == 0
+    error.is_multiple_of(2)
 }
 
 fn classified(result: &std::result::Result<u8, u8>) -> Verdict {
