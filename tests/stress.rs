@@ -197,16 +197,22 @@ fn stress(threads: u64, calls_per_thread: u64) {
         })
     };
 
-    let start = Arc::new(Barrier::new(threads as usize));
+    // Every worker lives from the first call of any to the last call of all, so more
+    // than 32 workers really share the overflow shard.
+    let (start, end) = (
+        Arc::new(Barrier::new(threads as usize)),
+        Arc::new(Barrier::new(threads as usize)),
+    );
     let workers: Vec<_> = (0..threads)
         .map(|thread| {
-            let (policy, start) = (policy.clone(), Arc::clone(&start));
+            let (policy, start, end) = (policy.clone(), Arc::clone(&start), Arc::clone(&end));
             thread::spawn(move || {
                 start.wait();
                 let mut expected = Stats::default();
                 for call in 0..calls_per_thread {
                     add(&mut expected, one_call(&policy, thread, call).expected());
                 }
+                end.wait();
                 expected
             })
         })
