@@ -51,8 +51,19 @@ type Panic = Box<dyn core::any::Any + Send>;
 /// # Panics
 ///
 /// Polling it again after it returned `Ready` panics; it implements
-/// [`FusedFuture`] so `select!` can tell. A panicking copy unwinds through `poll`
-/// unless the policy enables `catch_unwind`.
+/// [`FusedFuture`] so `select!` can tell.
+///
+/// A copy that panics, and the factory when it panics making a copy, unwind through
+/// `poll` unless the policy enables
+/// [`catch_unwind`](crate::PolicyBuilder::catch_unwind); then the copy counts as failed
+/// (the next one starts at once if none is in flight), and only a race with no win and
+/// no error to return resumes the lowest-index panic, after every copy is dropped. A
+/// panicking [`on_hedge`](crate::PolicyBuilder::on_hedge) hook always unwinds.
+///
+/// A panic that unwinds mid-race leaves the copies inside the `Hedge`: dropping it, as
+/// an unwinding caller does, drops every copy and the timer and counts the call as
+/// `cancelled`. Like any future that panicked, it should not be polled again. The
+/// policy, its stats and its timer stay usable: nothing shared is poisoned.
 #[pin_project]
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Hedge<F: Factory, P: AsPolicy, C = ByResult> {
@@ -153,11 +164,13 @@ where
                 race.launched = 1;
                 race.in_flight = 1;
                 let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
-                copies
-                    .as_mut()
-                    .project()
-                    .original
-                    .set(Some(factory.make(attempt)));
+                match make_copy(factory, attempt, shared.catch_unwind) {
+                    Ok(copy) => copies.as_mut().project().original.set(Some(copy)),
+                    // A caught factory panic is a copy that failed at once.
+                    Err(panicked) => {
+                        let _ = race.settle(0, panicked, classify);
+                    }
+                }
                 true
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
@@ -288,6 +301,21 @@ fn poll_copy<Fut: Future>(
     copy.poll(cx).map(Finished::Output)
 }
 
+/// A copy made, or how it ended when its factory panicked under `catch_unwind`.
+type Made<F> =
+    Result<<F as Factory>::Future, Finished<Result<<F as Factory>::Ok, <F as Factory>::Error>>>;
+
+/// Makes a copy; with `catch`, a panicking factory yields the panic as the copy's end.
+fn make_copy<F: Factory>(factory: &mut F, attempt: Attempt, catch: bool) -> Made<F> {
+    #[cfg(feature = "std")]
+    if catch {
+        let make = core::panic::AssertUnwindSafe(|| factory.make(attempt));
+        return std::panic::catch_unwind(make).map_err(Finished::Panicked);
+    }
+    let _ = catch;
+    Ok(factory.make(attempt))
+}
+
 impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
     /// Polls every copy in flight in index order, dropping each the moment it finishes
     /// and handing it to `settle`; stops at the first `Some`.
@@ -325,9 +353,7 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
     ) -> Option<R> {
         let hedges = self.project().hedges;
-        if hedges.capacity() == 0 {
-            hedges.reserve_exact(max_copies - 1);
-        }
+        reserve_hedges(hedges, max_copies);
         hedges.push(Some(Box::pin(copy)));
         let slot = hedges.last_mut().expect("a copy was just pushed");
         poll_slot(slot, index, cx, catch, settle)
@@ -336,6 +362,13 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
     /// How many copies beyond the first are in flight.
     fn hedges_in_flight(&self) -> u32 {
         self.hedges.iter().filter(|slot| slot.is_some()).count() as u32
+    }
+
+    /// Holds the slot of a copy whose factory panicked, so later copies keep their index.
+    fn push_empty(self: Pin<&mut Self>, max_copies: usize) {
+        let hedges = self.project().hedges;
+        reserve_hedges(hedges, max_copies);
+        hedges.push(None);
     }
 
     /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
@@ -360,6 +393,13 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         this.original.set(None);
         this.hedges.clear();
         this.sleep.set(None);
+    }
+}
+
+/// Makes room for every hedge of the call at the first one: the slab never grows.
+fn reserve_hedges<T>(hedges: &mut Vec<T>, max_copies: usize) {
+    if hedges.capacity() == 0 {
+        hedges.reserve_exact(max_copies - 1);
     }
 }
 
@@ -556,7 +596,7 @@ impl<T, E> Race<T, E> {
             on_hedge(&attempt);
         }
         crate::trace::hedge_launched(&attempt);
-        let copy = factory.make(attempt);
+        let made = make_copy(factory, attempt, shared.catch_unwind);
         self.launched += 1;
         self.in_flight += 1;
         self.last_start = start;
@@ -564,6 +604,13 @@ impl<T, E> Race<T, E> {
         // The timer's deadline is spent; the next one re-arms it.
         self.armed_for = None;
         shared.counters.add(&[Counter::Hedges]);
+        let copy = match made {
+            Ok(copy) => copy,
+            Err(panicked) => {
+                copies.push_empty(self.max_copies);
+                return self.settle(index, panicked, classify);
+            }
+        };
         let catch = shared.catch_unwind;
         copies.push_and_poll(
             copy,

@@ -44,7 +44,7 @@
 //! | Failure accelerates | When no copy is in flight and copies remain, the next one starts at once, not at its scheduled time. |
 //! | Schedule | Copy k is due `delay` after copy k-1 started. Once a due time would pass `max_delay` after the original, the rest are spread `max(delay / 4, 1 ms)` apart. |
 //! | Modes | [`parallel`](PolicyBuilder::parallel): every copy at once. [`fallback`](PolicyBuilder::fallback): the next copy only after a failure. [`delay_fn`](PolicyBuilder::delay_fn): a delay per copy, `None` stops timed copies. |
-//! | Parallelism cap | At most `max_copies` copies start per call; `max_copies(0)` is clamped to 1 (hedging off). |
+//! | Parallelism cap | At most `max_copies` copies start per call; `max_copies(0)` is clamped to 1 (hedging off), values above [`PolicyBuilder::MAX_COPIES`] (64) to it. |
 //! | Fast path | With one copy allowed, or an original ready on its first poll, no timer is made and nothing is allocated. |
 //! | Lazy timer | The timer is made only when a copy is pending and another is due; one timer per call is re-armed for later deadlines. |
 //! | No spawn | Copies are polled inside [`Hedge`]'s `poll` with the caller's waker; nothing runs after it is dropped. |
@@ -53,7 +53,7 @@
 //! | Hedge probability | [`hedge_probability(p)`](PolicyBuilder::hedge_probability) is rolled once per call; a miss runs the original alone. |
 //! | Hooks | [`on_hedge`](PolicyBuilder::on_hedge) runs synchronously just before each copy beyond the first starts. |
 //! | Stats | `hedges` counts copies started beyond the first; `hedge_wins` calls won by another copy than the first; once no call is in flight, `calls = wins + failures + cancelled`. |
-//! | Panics | A panicking copy unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy. |
+//! | Panics | A panicking copy or factory unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy; a panicking `on_hedge` hook always unwinds. Dropping the unwound [`Hedge`] drops every copy and counts the call as cancelled. |
 //! | Poll after completion | Panics with a clear message; [`Hedge`] implements `FusedFuture`. |
 //!
 //! # Features

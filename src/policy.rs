@@ -427,7 +427,8 @@ impl<T> PolicyBuilder<T> {
     }
 
     /// Runs `hook` synchronously just before each copy beyond the first starts (logging,
-    /// metrics). It must not block.
+    /// metrics). It must not block. A panic in it unwinds through the caller's `poll`,
+    /// whatever [`catch_unwind`](Self::catch_unwind) says.
     pub fn on_hedge<F>(mut self, hook: F) -> Self
     where
         F: Fn(&Attempt) + Send + Sync + 'static,
@@ -439,8 +440,9 @@ impl<T> PolicyBuilder<T> {
     /// Whether a panicking copy counts as a failed copy instead of unwinding through the
     /// caller. Off by default (Rust convention: a panic propagates).
     ///
-    /// With it on, a panic is caught where the copy is polled and the race goes on. If
-    /// the race ends with no win and no error to return, the lowest-index panic resumes.
+    /// With it on, a panic is caught where the copy is made or polled and the race goes
+    /// on. If the race ends with no win and no error to return, the lowest-index panic
+    /// resumes, after every copy is dropped.
     #[cfg(feature = "std")]
     #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     pub fn catch_unwind(mut self, catch_unwind: bool) -> Self {

@@ -1,0 +1,250 @@
+//! Concurrency stress: one policy shared by 8 threads × 10⁵ calls mixing wins, failures,
+//! hedge wins and cancellations, while another thread keeps reading the stats. At the end
+//! every counter is exact.
+//!
+//! The calls need no real time: the policy's timer says every sleep is already over, so a
+//! call whose original is pending hedges in the same `poll`, through the timer path.
+
+use std::future::{self, Future};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll, Waker};
+use std::thread;
+use std::time::Duration;
+
+use hedging::timer::Timer;
+use hedging::{Attempt, Hedgeable, Policy, Stats};
+
+const THREADS: u64 = 8;
+const CALLS_PER_THREAD: u64 = 100_000;
+
+/// A clock that stands still and whose sleeps are over at once: every due hedge starts in
+/// the poll that finds it due.
+#[derive(Clone, Copy, Debug, Default)]
+struct ElapsedTimer;
+
+impl Timer for ElapsedTimer {
+    type Sleep = future::Ready<()>;
+
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn sleep(&self, _after: Duration) -> Self::Sleep {
+        future::ready(())
+    }
+}
+
+/// What call `n` does, and what it adds to the stats.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// The original answers at once.
+    Win,
+    /// Every copy fails at once: the failures start the next copy at once.
+    AllFail,
+    /// The original is pending, the hedge due at once wins.
+    HedgeWins,
+    /// The original and the first hedge are pending, the second hedge wins.
+    SecondHedgeWins,
+    /// A non-retryable error ends the race at once.
+    Fatal,
+    /// Every copy is pending; the call is dropped after one poll.
+    Cancelled,
+}
+
+const KINDS: [Kind; 6] = [
+    Kind::Win,
+    Kind::AllFail,
+    Kind::HedgeWins,
+    Kind::SecondHedgeWins,
+    Kind::Fatal,
+    Kind::Cancelled,
+];
+
+impl Kind {
+    fn of(thread: u64, call: u64) -> Kind {
+        KINDS[((call * 7 + thread * 3) % KINDS.len() as u64) as usize]
+    }
+
+    /// What copy `index` returns: `None` stays pending.
+    fn copy(self, index: usize) -> Option<Result<u64, u64>> {
+        match (self, index) {
+            (Kind::Win, _) => Some(Ok(0)),
+            (Kind::AllFail, _) => Some(Err(index as u64)),
+            (Kind::HedgeWins, 0) | (Kind::SecondHedgeWins, 0 | 1) | (Kind::Cancelled, _) => None,
+            (Kind::HedgeWins | Kind::SecondHedgeWins, _) => Some(Ok(index as u64)),
+            (Kind::Fatal, _) => Some(Err(u64::MAX)),
+        }
+    }
+
+    fn expected(self) -> Stats {
+        match self {
+            Kind::Win => Stats {
+                calls: 1,
+                wins: 1,
+                ..Stats::default()
+            },
+            Kind::AllFail => Stats {
+                calls: 1,
+                failures: 1,
+                hedges: 2,
+                ..Stats::default()
+            },
+            Kind::HedgeWins => Stats {
+                calls: 1,
+                wins: 1,
+                hedges: 1,
+                hedge_wins: 1,
+                ..Stats::default()
+            },
+            Kind::SecondHedgeWins => Stats {
+                calls: 1,
+                wins: 1,
+                hedges: 2,
+                hedge_wins: 1,
+                ..Stats::default()
+            },
+            Kind::Fatal => Stats {
+                calls: 1,
+                failures: 1,
+                ..Stats::default()
+            },
+            Kind::Cancelled => Stats {
+                calls: 1,
+                cancelled: 1,
+                hedges: 2,
+                ..Stats::default()
+            },
+        }
+    }
+}
+
+fn add(total: &mut Stats, call: Stats) {
+    total.calls += call.calls;
+    total.wins += call.wins;
+    total.failures += call.failures;
+    total.cancelled += call.cancelled;
+    total.hedges += call.hedges;
+    total.hedge_wins += call.hedge_wins;
+}
+
+fn noop_context() -> Context<'static> {
+    Context::from_waker(Waker::noop())
+}
+
+/// Runs call `call` of thread `thread` through `policy`; panics if its answer is wrong.
+fn one_call(policy: &Policy<ElapsedTimer>, thread: u64, call: u64) -> Kind {
+    let kind = Kind::of(thread, call);
+    let make = |attempt: Attempt| {
+        let answer = kind.copy(attempt.index());
+        future::poll_fn(move |_| match answer {
+            Some(result) => Poll::Ready(result),
+            None => Poll::Pending,
+        })
+    };
+    let mut hedge = make.hedged(policy).when(|error: &u64| *error != u64::MAX);
+    let polled = Pin::new(&mut hedge).poll(&mut noop_context());
+    let expected = match kind {
+        Kind::Win => Poll::Ready(Ok(0)),
+        Kind::AllFail => Poll::Ready(Err(0)),
+        Kind::HedgeWins => Poll::Ready(Ok(1)),
+        Kind::SecondHedgeWins => Poll::Ready(Ok(2)),
+        Kind::Fatal => Poll::Ready(Err(u64::MAX)),
+        Kind::Cancelled => Poll::Pending,
+    };
+    assert_eq!(polled, expected, "thread {thread} call {call}: {kind:?}");
+    kind
+}
+
+fn stress(threads: u64, calls_per_thread: u64) {
+    let hooked = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&hooked);
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(Duration::from_millis(5))
+        .on_hedge(move |_| {
+            counted.fetch_add(1, SeqCst);
+        })
+        .timer(ElapsedTimer)
+        .build();
+
+    // A reader takes snapshots all along: each counter only ever grows.
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (policy, done) = (policy.clone(), Arc::clone(&done));
+        thread::spawn(move || {
+            let mut last = Stats::default();
+            let mut snapshots = 0u64;
+            while !done.load(SeqCst) {
+                let now = policy.stats();
+                let grew = [
+                    (now.calls, last.calls),
+                    (now.wins, last.wins),
+                    (now.failures, last.failures),
+                    (now.cancelled, last.cancelled),
+                    (now.hedges, last.hedges),
+                    (now.hedge_wins, last.hedge_wins),
+                ];
+                assert!(
+                    grew.iter().all(|(now, last)| now >= last),
+                    "{last:?} then {now:?}"
+                );
+                last = now;
+                snapshots += 1;
+            }
+            snapshots
+        })
+    };
+
+    // Every worker lives from the first call of any to the last call of all, so more
+    // than 32 workers really share the overflow shard.
+    let (start, end) = (
+        Arc::new(Barrier::new(threads as usize)),
+        Arc::new(Barrier::new(threads as usize)),
+    );
+    let workers: Vec<_> = (0..threads)
+        .map(|thread| {
+            let (policy, start, end) = (policy.clone(), Arc::clone(&start), Arc::clone(&end));
+            thread::spawn(move || {
+                start.wait();
+                let mut expected = Stats::default();
+                for call in 0..calls_per_thread {
+                    add(&mut expected, one_call(&policy, thread, call).expected());
+                }
+                end.wait();
+                expected
+            })
+        })
+        .collect();
+    let mut expected = Stats::default();
+    for worker in workers {
+        add(&mut expected, worker.join().expect("a worker panicked"));
+    }
+    done.store(true, SeqCst);
+    assert!(reader.join().expect("the reader panicked") > 0);
+
+    assert_eq!(expected.calls, threads * calls_per_thread);
+    assert_eq!(policy.stats(), expected);
+    assert_eq!(
+        hooked.load(SeqCst),
+        expected.hedges,
+        "on_hedge ran once per hedge"
+    );
+    let stats = policy.stats();
+    assert_eq!(stats.calls, stats.wins + stats.failures + stats.cancelled);
+}
+
+#[test]
+fn eight_threads_share_one_policy_and_the_stats_are_exact() {
+    stress(THREADS, CALLS_PER_THREAD);
+}
+
+#[test]
+fn more_threads_than_stat_shards_still_count_exactly() {
+    // Past 32 live threads, callers share an overflow shard with atomic adds; threads
+    // that exit hand their shard to the next.
+    for _round in 0..2 {
+        stress(48, 2_000);
+    }
+}
