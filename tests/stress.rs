@@ -248,3 +248,87 @@ fn more_threads_than_stat_shards_still_count_exactly() {
         stress(48, 2_000);
     }
 }
+
+/// One policy and one budget shared by 8 threads: half the calls answer at once, half
+/// need their hedge. The budget can pay for about a quarter, so refusals are certain;
+/// every counter still adds up and no slot is left taken.
+#[test]
+fn eight_threads_share_one_budget_and_it_is_never_overdrawn() {
+    const RATIO: f64 = 0.25;
+    const BURST: f64 = 10.0;
+    let budget = hedging::Budget::new(RATIO).burst(BURST).max_outstanding(4);
+    let hooked = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&hooked);
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(Duration::from_millis(5))
+        .budget(&budget)
+        .on_hedge(move |_| {
+            counted.fetch_add(1, SeqCst);
+        })
+        .timer(ElapsedTimer)
+        .build();
+
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let policy = policy.clone();
+            thread::spawn(move || {
+                let (mut hedged, mut refused) = (0u64, 0u64);
+                for n in 0..CALLS_PER_THREAD {
+                    let needs_hedge = (n + thread) % 2 == 0;
+                    let make = move |attempt: Attempt| {
+                        future::poll_fn(move |_| match (needs_hedge, attempt.index()) {
+                            (true, 0) => Poll::Pending,
+                            (_, index) => Poll::Ready(Ok::<_, ()>(index)),
+                        })
+                    };
+                    let mut call = make.hedged(&policy);
+                    match Pin::new(&mut call).poll(&mut noop_context()) {
+                        Poll::Ready(Ok(0)) => assert!(!needs_hedge),
+                        Poll::Ready(Ok(1)) => hedged += 1,
+                        // The hedge was refused; the original never answers.
+                        Poll::Pending => refused += 1,
+                        other => panic!("thread {thread} call {n}: {other:?}"),
+                    }
+                }
+                (hedged, refused)
+            })
+        })
+        .collect();
+    let (mut hedged, mut refused) = (0, 0);
+    for worker in workers {
+        let (h, r) = worker.join().expect("a worker panicked");
+        hedged += h;
+        refused += r;
+    }
+
+    let calls = THREADS * CALLS_PER_THREAD;
+    let stats = policy.stats();
+    assert_eq!(stats.calls, calls);
+    assert_eq!(stats.calls, stats.wins + stats.failures + stats.cancelled);
+    assert_eq!((stats.hedges, stats.hedge_wins), (hedged, hedged));
+    assert_eq!((stats.cancelled, stats.budget_denied), (refused, refused));
+    assert_eq!(
+        hooked.load(SeqCst),
+        hedged,
+        "on_hedge ran once per hedge started"
+    );
+    // Never more tokens spent than the burst plus every call's deposit.
+    let supply = BURST + RATIO * calls as f64;
+    assert!(
+        hedged as f64 <= supply,
+        "{hedged} hedges from a supply of {supply}"
+    );
+    // Demand (half the calls) is twice the supply: nearly all of it is spent.
+    assert!(
+        hedged as f64 >= 0.8 * RATIO * calls as f64,
+        "only {hedged} hedges"
+    );
+    assert!(refused > 0);
+    assert_eq!(
+        budget.outstanding(),
+        0,
+        "every slot of max_outstanding came back"
+    );
+    assert!(budget.tokens() <= BURST);
+}
