@@ -167,9 +167,12 @@ where
         if let Some(end) = settled {
             return Poll::Ready(race.finish(copies, shared, end));
         }
+        // The first poll's one clock reading also arms the timer, as long as no copy
+        // started since: a reading costs as much as the rest of the armed path.
+        let mut clock_read = None;
         if first_poll && race.in_flight > 0 && race.max_copies > 1 {
             // The call's clock starts when the original first says `Pending`.
-            race.start_clock(timer.now());
+            clock_read = Some((race.start_clock(timer.now()), race.launched));
         }
 
         loop {
@@ -193,7 +196,10 @@ where
                 return race.pending(shared);
             };
             if race.armed_for != Some(due) && due > race.last_start {
-                let now = timer.now();
+                let now = match clock_read.take() {
+                    Some((now, launched)) if launched == race.launched => now,
+                    _ => timer.now(),
+                };
                 if due > now {
                     copies.as_mut().arm(timer, due - now);
                     race.armed_for = Some(due);
