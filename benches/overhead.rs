@@ -123,7 +123,11 @@ impl Future for PendingOnce {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
         if self.yielded {
-            Poll::Ready(self.reply.take().expect("`PendingOnce` polled after completion"))
+            Poll::Ready(
+                self.reply
+                    .take()
+                    .expect("`PendingOnce` polled after completion"),
+            )
         } else {
             self.yielded = true;
             cx.waker().wake_by_ref();
@@ -274,7 +278,12 @@ struct Suite {
 impl Suite {
     fn case<R>(
         &mut self,
-        row: (&'static str, &'static str, Option<&'static str>, Option<&'static str>),
+        row: (
+            &'static str,
+            &'static str,
+            Option<&'static str>,
+            Option<&'static str>,
+        ),
         mut call: impl FnMut() -> R,
     ) {
         let (id, bare, timer_alone, ours) = row;
@@ -304,7 +313,12 @@ impl Suite {
     /// A case of ours: also records how many hedges its calls started.
     fn hedged_case<T: Timer, R>(
         &mut self,
-        row: (&'static str, &'static str, Option<&'static str>, Option<&'static str>),
+        row: (
+            &'static str,
+            &'static str,
+            Option<&'static str>,
+            Option<&'static str>,
+        ),
         policy: &Policy<T>,
         call: impl FnMut() -> R,
     ) {
@@ -316,7 +330,12 @@ impl Suite {
         }
     }
 
-    fn threads_case(&mut self, id: &'static str, bare: &'static str, per_thread: impl Fn(u64) -> Duration) {
+    fn threads_case(
+        &mut self,
+        id: &'static str,
+        bare: &'static str,
+        per_thread: impl Fn(u64) -> Duration,
+    ) {
         match &mut self.mode {
             Mode::Profile { case, iters } => {
                 if case == id {
@@ -349,7 +368,9 @@ fn ready_cases(suite: &mut Suite) {
     let three = policy(3, FuturesTimer);
     let two_tokio = policy(2, TokioTimer);
 
-    suite.case((BARE, BARE, None, None), || drive(ready_reply(black_box(7))));
+    suite.case((BARE, BARE, None, None), || {
+        drive(ready_reply(black_box(7)))
+    });
     suite.hedged_case(("ready/hedging_1_copy", BARE, None, None), &one, || {
         drive((|| ready_reply(black_box(7))).hedged(&one))
     });
@@ -365,9 +386,10 @@ fn ready_cases(suite: &mut Suite) {
         call_service(&mut tower, black_box(7)).map_err(drop)
     });
     let mut resilience = resilience_hedge(tower::service_fn(|key: u64| ready_reply(key)));
-    suite.case(("ready/tower_resilience_hedge", BARE, None, Some(OURS)), || {
-        call_service(&mut resilience, black_box(7)).map_err(drop)
-    });
+    suite.case(
+        ("ready/tower_resilience_hedge", BARE, None, Some(OURS)),
+        || call_service(&mut resilience, black_box(7)).map_err(drop),
+    );
     let hedged = hedged_crate();
     suite.case(("ready/hedged", BARE, None, Some(OURS)), || {
         drive(hedged.send(|| ready_reply(black_box(7)))).0
@@ -399,12 +421,23 @@ fn pending_once_cases(suite: &mut Suite) {
     let async_io = policy(2, AsyncIoTimer);
     let tokio = policy(2, TokioTimer);
 
-    suite.case((BARE, BARE, None, None), || drive(PendingOnce::new(Ok(black_box(7)))));
-    suite.case((FUTURES_TIMER, BARE, None, None), || bare_with_timer(&FuturesTimer));
-    suite.case((ASYNC_IO, BARE, None, None), || bare_with_timer(&AsyncIoTimer));
+    suite.case((BARE, BARE, None, None), || {
+        drive(PendingOnce::new(Ok(black_box(7))))
+    });
+    suite.case((FUTURES_TIMER, BARE, None, None), || {
+        bare_with_timer(&FuturesTimer)
+    });
+    suite.case((ASYNC_IO, BARE, None, None), || {
+        bare_with_timer(&AsyncIoTimer)
+    });
     suite.case((TOKIO, BARE, None, None), || bare_with_timer(&TokioTimer));
 
-    let row = ("pending_once/hedging_futures_timer", BARE, Some(FUTURES_TIMER), None);
+    let row = (
+        "pending_once/hedging_futures_timer",
+        BARE,
+        Some(FUTURES_TIMER),
+        None,
+    );
     suite.hedged_case(row, &futures_timer, || {
         drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(&futures_timer))
     });
@@ -417,17 +450,25 @@ fn pending_once_cases(suite: &mut Suite) {
     });
 
     let mut tower = tower_hedge(tower::service_fn(|key: u64| PendingOnce::new(Ok(key))));
-    suite.case(("pending_once/tower_hedge", BARE, Some(TOKIO), Some(OURS)), || {
-        call_service(&mut tower, black_box(7)).map_err(drop)
-    });
+    suite.case(
+        ("pending_once/tower_hedge", BARE, Some(TOKIO), Some(OURS)),
+        || call_service(&mut tower, black_box(7)).map_err(drop),
+    );
     let mut resilience = resilience_hedge(tower::service_fn(|key: u64| PendingOnce::new(Ok(key))));
-    suite.case(("pending_once/tower_resilience_hedge", BARE, Some(TOKIO), Some(OURS)), || {
-        call_service(&mut resilience, black_box(7)).map_err(drop)
-    });
+    suite.case(
+        (
+            "pending_once/tower_resilience_hedge",
+            BARE,
+            Some(TOKIO),
+            Some(OURS),
+        ),
+        || call_service(&mut resilience, black_box(7)).map_err(drop),
+    );
     let hedged = hedged_crate();
-    suite.case(("pending_once/hedged", BARE, Some(TOKIO), Some(OURS)), || {
-        drive(hedged.send(|| PendingOnce::new(Ok(black_box(7))))).0
-    });
+    suite.case(
+        ("pending_once/hedged", BARE, Some(TOKIO), Some(OURS)),
+        || drive(hedged.send(|| PendingOnce::new(Ok(black_box(7))))).0,
+    );
 }
 
 /// Runs `calls` fast-path calls on each of `policies` at once, one thread per entry
@@ -448,7 +489,9 @@ fn on_threads(calls: u64, policies: &[Option<&Policy>]) -> Duration {
                     let start = Instant::now();
                     for _ in 0..calls {
                         match policy {
-                            Some(policy) => black_box(drive((|| ready_reply(black_box(7))).hedged(*policy)).ok()),
+                            Some(policy) => black_box(
+                                drive((|| ready_reply(black_box(7))).hedged(*policy)).ok(),
+                            ),
                             None => black_box(drive(ready_reply(black_box(7))).ok()),
                         };
                     }
@@ -564,15 +607,27 @@ fn lateness(calls: usize) -> Vec<Lateness> {
         .build()
         .expect("a tokio runtime");
     vec![
-        measure_lateness(FuturesTimer, "futures-timer", "futures::executor", calls, |call| {
-            futures::executor::block_on(call)
-        }),
-        measure_lateness(AsyncIoTimer, "async-io", "async_io::block_on", calls, |call| {
-            async_io::block_on(call)
-        }),
-        measure_lateness(TokioTimer, "tokio (bench's own `Timer`)", "tokio current-thread", calls, |call| {
-            tokio.block_on(call)
-        }),
+        measure_lateness(
+            FuturesTimer,
+            "futures-timer",
+            "futures::executor",
+            calls,
+            |call| futures::executor::block_on(call),
+        ),
+        measure_lateness(
+            AsyncIoTimer,
+            "async-io",
+            "async_io::block_on",
+            calls,
+            |call| async_io::block_on(call),
+        ),
+        measure_lateness(
+            TokioTimer,
+            "tokio (bench's own `Timer`)",
+            "tokio current-thread",
+            calls,
+            |call| tokio.block_on(call),
+        ),
     ]
 }
 
@@ -589,13 +644,34 @@ fn sizes() -> Vec<(&'static str, usize)> {
     let mut cx = Context::from_waker(Waker::noop());
     assert!(tower.poll_ready(&mut cx).is_ready());
     let sizes = vec![
-        ("copy future alone (`async fn fetch(key: u64)`)", size_of_val(&fetch(key))),
-        ("`Hedge`, `&Policy<FuturesTimer>`", size_of_val(&(move || fetch(key)).hedged(&futures_timer))),
-        ("`Hedge`, `&Policy<AsyncIoTimer>`", size_of_val(&(move || fetch(key)).hedged(&async_io))),
-        ("`Hedge`, `&Policy<TokioTimer>`", size_of_val(&(move || fetch(key)).hedged(&tokio))),
-        ("`Hedge`, owned `Policy<FuturesTimer>`", size_of_val(&(move || fetch(key)).hedged(futures_timer.clone()))),
-        ("`tower::hedge` response future", size_of_val(&tower.call(key))),
-        ("`hedged::Hedge::send` future", size_of_val(&hedged.send(move || fetch(key)))),
+        (
+            "copy future alone (`async fn fetch(key: u64)`)",
+            size_of_val(&fetch(key)),
+        ),
+        (
+            "`Hedge`, `&Policy<FuturesTimer>`",
+            size_of_val(&(move || fetch(key)).hedged(&futures_timer)),
+        ),
+        (
+            "`Hedge`, `&Policy<AsyncIoTimer>`",
+            size_of_val(&(move || fetch(key)).hedged(&async_io)),
+        ),
+        (
+            "`Hedge`, `&Policy<TokioTimer>`",
+            size_of_val(&(move || fetch(key)).hedged(&tokio)),
+        ),
+        (
+            "`Hedge`, owned `Policy<FuturesTimer>`",
+            size_of_val(&(move || fetch(key)).hedged(futures_timer.clone())),
+        ),
+        (
+            "`tower::hedge` response future",
+            size_of_val(&tower.call(key)),
+        ),
+        (
+            "`hedged::Hedge::send` future",
+            size_of_val(&hedged.send(move || fetch(key))),
+        ),
     ];
     sizes
 }
@@ -608,7 +684,9 @@ fn medians(dir: &Path, since: SystemTime) -> BTreeMap<String, f64> {
     let mut medians = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
@@ -656,7 +734,12 @@ fn us(value: Duration) -> String {
     format!("{:.1}", value.as_secs_f64() * 1e6)
 }
 
-fn table(rows: &[Row], medians: &BTreeMap<String, f64>, lateness: &[Lateness], sizes: &[(&str, usize)]) -> String {
+fn table(
+    rows: &[Row],
+    medians: &BTreeMap<String, f64>,
+    lateness: &[Lateness],
+    sizes: &[(&str, usize)],
+) -> String {
     let mut out = String::new();
     let median = |id: &str| medians.get(id).copied();
     let cell = |value: Option<String>| value.unwrap_or_else(|| "–".to_owned());
@@ -667,7 +750,9 @@ fn table(rows: &[Row], medians: &BTreeMap<String, f64>, lateness: &[Lateness], s
         let this = median(row.id);
         let bare = median(row.bare);
         let over = |base: Option<f64>| this.zip(base).map(|(this, base)| ns(this - base));
-        let times_bare = this.zip(bare).map(|(this, bare)| format!("{:.2}", this / bare));
+        let times_bare = this
+            .zip(bare)
+            .map(|(this, bare)| format!("{:.2}", this / bare));
         let over_bare = (row.id != row.bare).then(|| over(bare)).flatten();
         let over_timer = row.timer_alone.and_then(|timer| over(median(timer)));
         let peer = row
@@ -692,12 +777,15 @@ fn table(rows: &[Row], medians: &BTreeMap<String, f64>, lateness: &[Lateness], s
     }
     let early = EARLY_FIRES.load(Relaxed);
     if early > 0 {
-        let _ = writeln!(out, "\n{early} sleeps of {DELAY:?} in the `bare+…` cases were ready on their first poll.");
+        let _ = writeln!(out, "\n{early} sleeps of {DELAY:?} in the `bare+…` cases were ready on their first poll (the thread was descheduled past their deadline).");
     }
 
     out.push_str("\n| budget (DESIGN §6) | measured | held |\n|---|---:|:---:|\n");
     let over = |id: &str, base: &str| median(id).zip(median(base)).map(|(a, b)| a - b);
-    let mut budget = |what: String, measured: Option<f64>, shown: &dyn Fn(f64) -> String, held: &dyn Fn(f64) -> bool| {
+    let mut budget = |what: String,
+                      measured: Option<f64>,
+                      shown: &dyn Fn(f64) -> String,
+                      held: &dyn Fn(f64) -> bool| {
         let (shown, held) = match measured {
             Some(value) => (shown(value), if held(value) { "yes" } else { "no" }),
             None => ("–".to_owned(), "–"),
@@ -706,20 +794,43 @@ fn table(rows: &[Row], medians: &BTreeMap<String, f64>, lateness: &[Lateness], s
     };
     let plus_ns = |value: f64| format!("{} ns", ns(value));
     for case in ["ready/hedging_1_copy", "ready/hedging_3_copies"] {
-        budget(format!("`{case}` within 2 ns of bare"), over(case, "ready/bare"), &plus_ns, &|v| v <= 2.0);
+        budget(
+            format!("`{case}` within 2 ns of bare"),
+            over(case, "ready/bare"),
+            &plus_ns,
+            &|v| v <= 2.0,
+        );
     }
     for (case, timer) in [
-        ("pending_once/hedging_futures_timer", "pending_once/bare+futures_timer"),
-        ("pending_once/hedging_async_io", "pending_once/bare+async_io"),
-        ("pending_once/hedging_tokio", "pending_once/bare+tokio_sleep"),
+        (
+            "pending_once/hedging_futures_timer",
+            "pending_once/bare+futures_timer",
+        ),
+        (
+            "pending_once/hedging_async_io",
+            "pending_once/bare+async_io",
+        ),
+        (
+            "pending_once/hedging_tokio",
+            "pending_once/bare+tokio_sleep",
+        ),
     ] {
-        budget(format!("`{case}` within 50 ns of the timer alone"), over(case, timer), &plus_ns, &|v| v <= 50.0);
+        budget(
+            format!("`{case}` within 50 ns of the timer alone"),
+            over(case, timer),
+            &plus_ns,
+            &|v| v <= 50.0,
+        );
     }
-    let share = |ours: Option<f64>, tower: Option<f64>| ours.zip(tower).map(|(ours, tower)| ours / tower);
+    let share =
+        |ours: Option<f64>, tower: Option<f64>| ours.zip(tower).map(|(ours, tower)| ours / tower);
     let fraction = |value: f64| format!("{value:.3} of tower's");
     budget(
         "fast path: our overhead ≤ 1/50 of `tower::hedge`'s (same tokio timer)".to_owned(),
-        share(over("ready/hedging_2_copies_tokio", "ready/bare"), over("ready/tower_hedge", "ready/bare")),
+        share(
+            over("ready/hedging_2_copies_tokio", "ready/bare"),
+            over("ready/tower_hedge", "ready/bare"),
+        ),
         &fraction,
         &|v| v <= 1.0 / 50.0,
     );
@@ -734,13 +845,15 @@ fn table(rows: &[Row], medians: &BTreeMap<String, f64>, lateness: &[Lateness], s
     );
 
     if !lateness.is_empty() {
-        out.push_str("\n| timer (executor) | calls | timer alone p50 / p99, µs | hedge launch p50 / p99, µs | hedge − timer at p99, µs |\n");
+        out.push_str("\n| timer (executor) | calls | timer alone p50 / p99, µs | hedge launch p50 / p99, µs | hedge − timer p50 / p99, µs |\n");
         out.push_str("|---|---:|---:|---:|---:|\n");
+        let gap = |hedge: Duration, timer: Duration| {
+            format!("{:.1}", (hedge.as_secs_f64() - timer.as_secs_f64()) * 1e6)
+        };
         for row in lateness {
-            let gap = row.hedge.1.as_secs_f64() - row.timer_alone.1.as_secs_f64();
             let _ = writeln!(
                 out,
-                "| {} ({}) | {} | {} / {} | {} / {} | {:.1} |",
+                "| {} ({}) | {} | {} / {} | {} / {} | {} / {} |",
                 row.timer,
                 row.executor,
                 row.calls,
@@ -748,7 +861,8 @@ fn table(rows: &[Row], medians: &BTreeMap<String, f64>, lateness: &[Lateness], s
                 us(row.timer_alone.1),
                 us(row.hedge.0),
                 us(row.hedge.1),
-                gap * 1e6,
+                gap(row.hedge.0, row.timer_alone.0),
+                gap(row.hedge.1, row.timer_alone.1),
             );
         }
     }
@@ -768,7 +882,8 @@ fn criterion_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
         return home.into();
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     target.join("criterion")
 }
 
@@ -797,27 +912,33 @@ fn main() {
                 .configure_from_args(),
         )),
     };
-    let profiling = matches!(mode, Mode::Profile { .. });
     let started = SystemTime::now();
-    let mut suite = Suite { mode, rows: Vec::new() };
+    let mut suite = Suite {
+        mode,
+        rows: Vec::new(),
+    };
     ready_cases(&mut suite);
     pending_once_cases(&mut suite);
     shared_policy_cases(&mut suite);
     let Mode::Bench(criterion) = suite.mode else {
+        let early = EARLY_FIRES.load(Relaxed);
+        if early > 0 {
+            eprintln!("{early} sleeps were ready on their first poll");
+        }
         return;
     };
     criterion.final_summary();
     drop(_tokio_context);
-    if profiling {
-        return;
-    }
 
     // `cargo bench -- --test` (a smoke run) measures nothing: keep the rest short too.
     let smoke = std::env::args().any(|arg| arg == "--test" || arg == "--list");
     let lateness = lateness(if smoke { 10 } else { 1_000 });
     let medians = medians(&criterion_dir(), started);
     println!("\n## hedging overhead (medians of this run)\n");
-    println!("{}", table(&suite.rows, &medians, &lateness, &sizes_in_context(&tokio)));
+    println!(
+        "{}",
+        table(&suite.rows, &medians, &lateness, &sizes_in_context(&tokio))
+    );
 }
 
 fn sizes_in_context(tokio: &tokio::runtime::Runtime) -> Vec<(&'static str, usize)> {
