@@ -330,10 +330,11 @@ impl Suite {
         }
     }
 
+    /// A case run on `threads` threads at once; `per_thread(calls)` runs `calls` calls
+    /// on each and returns the slowest thread's time.
     fn threads_case(
         &mut self,
-        id: &'static str,
-        bare: &'static str,
+        (id, bare, threads): (&'static str, &'static str, u64),
         per_thread: impl Fn(u64) -> Duration,
     ) {
         match &mut self.mode {
@@ -343,13 +344,19 @@ impl Suite {
                 }
             }
             Mode::Bench(criterion) => {
+                // Spawning the threads allocates too: a few per run of 10,000 calls each.
+                const CALLS: u64 = 10_000;
+                let before = ALLOCATIONS.load(Relaxed);
+                per_thread(CALLS);
+                let allocations =
+                    (ALLOCATIONS.load(Relaxed) - before) as f64 / (CALLS * threads) as f64;
                 criterion.bench_function(id, |b| b.iter_custom(&per_thread));
                 self.rows.push(Row {
                     id,
                     bare,
                     timer_alone: None,
                     ours: None,
-                    allocations: f64::NAN,
+                    allocations,
                     hedges_per_call: None,
                 });
             }
@@ -511,17 +518,18 @@ fn shared_policy_cases(suite: &mut Suite) {
     const BARE: &str = "threads/bare_2_threads";
     let shared = policy(3, FuturesTimer);
     let own = policy(3, FuturesTimer);
-    suite.threads_case("threads/1_thread", "threads/bare_1_thread", |calls| {
+    suite.threads_case(("threads/1_thread", "threads/bare_1_thread", 1), |calls| {
         on_threads(calls, &[Some(&shared)])
     });
-    suite.threads_case("threads/bare_1_thread", "threads/bare_1_thread", |calls| {
-        on_threads(calls, &[None])
-    });
-    suite.threads_case(BARE, BARE, |calls| on_threads(calls, &[None, None]));
-    suite.threads_case("threads/2_threads_own_policies", BARE, |calls| {
+    suite.threads_case(
+        ("threads/bare_1_thread", "threads/bare_1_thread", 1),
+        |calls| on_threads(calls, &[None]),
+    );
+    suite.threads_case((BARE, BARE, 2), |calls| on_threads(calls, &[None, None]));
+    suite.threads_case(("threads/2_threads_own_policies", BARE, 2), |calls| {
         on_threads(calls, &[Some(&shared), Some(&own)])
     });
-    suite.threads_case("threads/2_threads_one_policy", BARE, |calls| {
+    suite.threads_case(("threads/2_threads_one_policy", BARE, 2), |calls| {
         on_threads(calls, &[Some(&shared), Some(&shared)])
     });
 }
