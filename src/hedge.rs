@@ -187,9 +187,12 @@ where
         if race.permits > 0 {
             race.sync_slots(shared, copies.hedges_in_flight());
         }
+        // The first poll's one clock reading also arms the timer, as long as no copy
+        // started since: a reading costs as much as the rest of the armed path.
+        let mut clock_read = None;
         if first_poll && race.in_flight > 0 && race.max_copies > 1 {
             // The call's clock starts when the original first says `Pending`.
-            race.start_clock(timer.now());
+            clock_read = Some((race.start_clock(timer.now()), race.launched));
         }
 
         loop {
@@ -220,7 +223,10 @@ where
                 return race.pending(shared);
             };
             if race.armed_for != Some(due) && due > race.last_start {
-                let now = timer.now();
+                let now = match clock_read.take() {
+                    Some((now, launched)) if launched == race.launched => now,
+                    _ => timer.now(),
+                };
                 if due > now {
                     copies.as_mut().arm(timer, due - now);
                     race.armed_for = Some(due);
