@@ -156,6 +156,7 @@ where
         let shared = policy.as_policy().shared();
         let timer = &shared.timer;
 
+        let catch = shared.catch_unwind;
         let first_poll = match race.phase {
             Phase::Running => false,
             Phase::Idle => {
@@ -164,11 +165,40 @@ where
                 race.launched = 1;
                 race.in_flight = 1;
                 let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
-                match make_copy(factory, attempt, shared.catch_unwind) {
-                    Ok(copy) => copies.as_mut().project().original.set(Some(copy)),
+                let finished = match make_copy(factory, attempt, catch) {
+                    Ok(copy) => {
+                        let mut original = copies.as_mut().project().original;
+                        original.set(Some(copy));
+                        match original
+                            .as_mut()
+                            .as_pin_mut()
+                            .map(|copy| poll_copy(copy, cx, catch))
+                        {
+                            Some(Poll::Ready(finished)) => {
+                                original.set(None);
+                                Some(finished)
+                            }
+                            _ => None,
+                        }
+                    }
                     // A caught factory panic is a copy that failed at once.
-                    Err(panicked) => {
-                        let _ = race.settle(0, panicked, classify);
+                    Err(panicked) => Some(panicked),
+                };
+                if let Some(finished) = finished {
+                    // The fast path: an original that wins at once ends the call here,
+                    // with one stats update and none of the race's bookkeeping.
+                    let verdict = race.verdict(&finished, classify);
+                    match (finished, verdict) {
+                        (Finished::Output(result), Some(Verdict::Win)) => {
+                            race.phase = Phase::Done;
+                            shared.counters.add(&[Counter::Calls, Counter::Wins]);
+                            return Poll::Ready(result);
+                        }
+                        (finished, verdict) => {
+                            if let Some(end) = race.settle_as(0, finished, verdict) {
+                                return Poll::Ready(race.finish(copies, shared, end));
+                            }
+                        }
                     }
                 }
                 true
@@ -176,13 +206,14 @@ where
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
 
-        // Poll every copy in flight; a win or a fatal error ends the race here.
-        let catch = shared.catch_unwind;
-        let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
-            race.settle(index, finished, classify)
-        });
-        if let Some(end) = settled {
-            return Poll::Ready(race.finish(copies, shared, end));
+        if !first_poll {
+            // Poll every copy in flight; a win or a fatal error ends the race here.
+            let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
+                race.settle(index, finished, classify)
+            });
+            if let Some(end) = settled {
+                return Poll::Ready(race.finish(copies, shared, end));
+            }
         }
         if race.permits > 0 {
             race.sync_slots(shared, copies.hedges_in_flight());
@@ -636,19 +667,46 @@ impl<T, E> Race<T, E> {
         finished: Finished<Result<T, E>>,
         classify: &mut C,
     ) -> Option<End<T, E>> {
-        self.in_flight -= 1;
-        let result = match finished {
-            Finished::Output(result) => result,
+        let verdict = self.verdict(&finished, classify);
+        self.settle_as(index, finished, verdict)
+    }
+
+    /// The verdict on a finished copy; `None` for a caught panic, which has no result.
+    #[inline]
+    fn verdict<C: Classify<T, E>>(
+        &self,
+        finished: &Finished<Result<T, E>>,
+        classify: &mut C,
+    ) -> Option<Verdict> {
+        match finished {
+            Finished::Output(result) => Some(classify.verdict(result)),
             #[cfg(feature = "std")]
-            Finished::Panicked(panic) => {
+            Finished::Panicked(_) => None,
+        }
+    }
+
+    /// Books copy `index` as finished with `verdict` (from [`Race::verdict`]); `Some`
+    /// when it ends the race.
+    fn settle_as(
+        &mut self,
+        index: usize,
+        finished: Finished<Result<T, E>>,
+        verdict: Option<Verdict>,
+    ) -> Option<End<T, E>> {
+        self.in_flight -= 1;
+        let (result, verdict) = match (finished, verdict) {
+            (Finished::Output(result), Some(verdict)) => (result, verdict),
+            #[cfg(feature = "std")]
+            (Finished::Panicked(panic), _) => {
                 crate::trace::copy_failed(index, self.max_copies, true);
                 if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
                     self.panic = Some((index, panic));
                 }
                 return None;
             }
+            (Finished::Output(_), None) => unreachable!("an output always has a verdict"),
         };
-        match classify.verdict(&result) {
+        match verdict {
             Verdict::Win => Some(End::Won { index, result }),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Retry => {
