@@ -34,6 +34,13 @@
 //! # });
 //! ```
 //!
+//! # Following the backend, bounding the load
+//!
+//! [`PolicyBuilder::adaptive_delay`] makes the delay track a quantile of recent
+//! latencies, and a [`Budget`] shared by any number of policies caps the extra copies (a
+//! token bucket, plus an optional cap on copies in flight), so hedging cannot multiply the
+//! load on a backend that slows down.
+//!
 //! # Contracts
 //!
 //! | Contract | Guarantee |
