@@ -398,3 +398,26 @@ fn the_budget_debug_shows_its_state() {
         "{shown}"
     );
 }
+
+#[test]
+fn each_hedge_in_flight_holds_its_own_slot() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(5);
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(ms(10))
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    let mut call = Driver::new(factory(&timer, ms(100), ms(100)).hedged(&policy));
+    assert!(call.poll().is_pending());
+    timer.advance(ms(10));
+    assert!(call.poll().is_pending());
+    assert_eq!(budget.outstanding(), 1);
+    // The second hedge is admitted while the first still holds its slot.
+    timer.advance(ms(10));
+    assert!(call.poll().is_pending());
+    assert_eq!((budget.outstanding(), policy.stats().hedges), (2, 2));
+    drop(call);
+    assert_eq!(budget.outstanding(), 0);
+}

@@ -272,3 +272,24 @@ fn builders_are_clone_debug_and_default() {
     let policy: Policy = Policy::default();
     assert_eq!(policy.max_copies(), 2);
 }
+
+#[test]
+fn adaptive_delay_after_fallback_or_delay_fn_hedges_on_the_clock_again() {
+    let after_fallback = Policy::builder().fallback().adaptive_delay(0.9).build();
+    assert_eq!(
+        after_fallback.delay(),
+        Some(ms(10)),
+        "the default delay until samples exist"
+    );
+    let after_fn = Policy::builder()
+        .delay_fn(|_| None)
+        .adaptive_delay(0.9)
+        .build();
+    assert_eq!(after_fn.delay(), Some(ms(10)));
+    let kept = Policy::builder().delay(ms(3)).adaptive_delay(0.9).build();
+    assert_eq!(
+        kept.delay(),
+        Some(ms(3)),
+        "a delay set before stays the fallback"
+    );
+}

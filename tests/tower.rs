@@ -382,3 +382,53 @@ fn response_future_is_send_for_send_services() {
     assert_send(&future);
     assert_eq!(block_on(future), Ok(0));
 }
+
+/// Answers every request with itself, at once.
+#[derive(Clone, Debug, PartialEq)]
+struct Echo;
+
+impl Service<u32> for Echo {
+    type Response = u32;
+    type Error = u32;
+    type Future = std::future::Ready<Result<u32, u32>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), u32>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: u32) -> Self::Future {
+        std::future::ready(Ok(request))
+    }
+}
+
+#[test]
+fn layers_services_and_responses_expose_their_parts_clone_and_debug() {
+    use futures::future::FusedFuture;
+
+    let timer = ManualTimer::new();
+    let layer = HedgeLayer::new(policy(&timer, 3, 10)).classify(|r: &Result<u32, u32>| match r {
+        Ok(_) => Verdict::Win,
+        Err(_) => Verdict::Retry,
+    });
+    assert_eq!(layer.policy().max_copies(), 3);
+    let layer = layer.clone();
+    assert!(format!("{layer:?}").starts_with("HedgeLayer { policy: Policy {"));
+
+    let mut service = layer.layer(Echo);
+    assert_eq!(service.policy().max_copies(), 3);
+    assert_eq!(service.get_ref(), &Echo);
+    assert_eq!(service.get_mut(), &mut Echo);
+    let copy = service.clone();
+    assert!(format!("{copy:?}").contains("inner: Echo"));
+    assert_eq!(copy.into_inner(), Echo);
+
+    block_on(futures::future::poll_fn(|cx| service.poll_ready(cx))).unwrap();
+    let mut response = Driver::new(service.call(7));
+    assert!(format!("{:?}", response.future).starts_with("ResponseFuture { hedge: Hedge {"));
+    assert!(!response.future.is_terminated());
+    assert_eq!(response.run(&timer), Ok(7));
+    assert!(response.future.is_terminated());
+
+    let plain = HedgeService::new(Echo, policy(&timer, 2, 10));
+    assert_eq!(block_on(plain.oneshot(5)), Ok(5));
+}
