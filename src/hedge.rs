@@ -779,23 +779,30 @@ impl<T, E> Race<T, E> {
         }
         copies.clear();
         self.phase = Phase::Done;
-        let calls = (!self.call_counted).then_some(Counter::Calls);
-        let (outcome, result) = match end {
+        let (outcome, hedge_win, result) = match end {
             End::Won { index, result } => {
                 crate::trace::won(index, self.launched);
-                let hedge_win = (index > 0).then_some(Counter::HedgeWins);
-                record(shared, [calls, Some(Counter::Wins), hedge_win]);
-                return result;
+                (Counter::Wins, index > 0, result)
             }
-            End::Failed(result) => (Counter::Failures, result),
+            End::Failed(result) => (Counter::Failures, false, result),
             #[cfg(feature = "std")]
             End::Panicked(panic) => {
-                record(shared, [calls, Some(Counter::Failures), None]);
+                self.record(shared, Counter::Failures, false);
                 std::panic::resume_unwind(panic);
             }
         };
-        record(shared, [calls, Some(outcome), None]);
+        self.record(shared, outcome, hedge_win);
         result
+    }
+
+    /// Counts the call's end in one update: the call itself unless `pending` counted it,
+    /// its outcome, and a hedge win.
+    #[inline]
+    fn record<Tm>(&self, shared: &Shared<Tm>, outcome: Counter, hedge_win: bool) {
+        let counters = [Counter::Calls, outcome, Counter::HedgeWins];
+        let first = usize::from(self.call_counted);
+        let last = if hedge_win { 3 } else { 2 };
+        shared.counters.add(&counters[first..last]);
     }
 
     /// Returns `Pending`, counting the call the first time.
@@ -805,19 +812,5 @@ impl<T, E> Race<T, E> {
             shared.counters.add(&[Counter::Calls]);
         }
         Poll::Pending
-    }
-}
-
-#[inline]
-fn record<Tm>(shared: &Shared<Tm>, counters: [Option<Counter>; 3]) {
-    match counters {
-        [Some(a), Some(b), Some(c)] => shared.counters.add(&[a, b, c]),
-        [Some(a), Some(b), None] | [Some(a), None, Some(b)] | [None, Some(a), Some(b)] => {
-            shared.counters.add(&[a, b])
-        }
-        [Some(a), None, None] | [None, Some(a), None] | [None, None, Some(a)] => {
-            shared.counters.add(&[a])
-        }
-        [None, None, None] => {}
     }
 }
