@@ -82,7 +82,7 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P, ByResult> {
             classify: ByResult,
             copies: Copies {
                 original: None,
-                hedges: Vec::new(),
+                hedges: Hedges(None),
                 sleep: None,
             },
             call: Call {
@@ -307,9 +307,7 @@ struct Copies<Fut, S> {
     /// The original lives inline: a call it wins allocates nothing.
     #[pin]
     original: Option<Fut>,
-    /// Copy k lives at `hedges[k - 1]`, boxed; the vector is allocated once, at the
-    /// first hedge, with room for every copy the call may start.
-    hedges: Vec<Option<Pin<Box<Fut>>>>,
+    hedges: Hedges<Fut>,
     #[pin]
     sleep: Option<S>,
 }
@@ -371,7 +369,7 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
                 }
             }
         }
-        for (slot, index) in this.hedges.iter_mut().zip(1..) {
+        for (slot, index) in this.hedges.slots().iter_mut().zip(1..) {
             if let Some(end) = poll_slot(slot, index, cx, catch, &mut settle) {
                 return Some(end);
             }
@@ -389,23 +387,18 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         catch: bool,
         settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
     ) -> Option<R> {
-        let hedges = self.project().hedges;
-        reserve_hedges(hedges, max_copies);
-        hedges.push(Some(Box::pin(copy)));
-        let slot = hedges.last_mut().expect("a copy was just pushed");
+        let slot = self.project().hedges.push(Some(Box::pin(copy)), max_copies);
         poll_slot(slot, index, cx, catch, settle)
     }
 
     /// How many copies beyond the first are in flight.
     fn hedges_in_flight(&self) -> u32 {
-        self.hedges.iter().filter(|slot| slot.is_some()).count() as u32
+        self.hedges.in_flight()
     }
 
     /// Holds the slot of a copy whose factory panicked, so later copies keep their index.
     fn push_empty(self: Pin<&mut Self>, max_copies: usize) {
-        let hedges = self.project().hedges;
-        reserve_hedges(hedges, max_copies);
-        hedges.push(None);
+        self.project().hedges.push(None, max_copies);
     }
 
     /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
@@ -433,11 +426,57 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
     }
 }
 
-/// Makes room for every hedge of the call at the first one: the slab never grows.
-fn reserve_hedges<T>(hedges: &mut Vec<T>, max_copies: usize) {
-    if hedges.capacity() == 0 {
-        hedges.reserve_exact(max_copies - 1);
+/// Copy k lives at `slots[k - 1]`, boxed; the slab is allocated once, at the first
+/// hedge, with room for every copy the call may start. `None` until then.
+struct Hedges<Fut>(Option<Vec<Option<Pin<Box<Fut>>>>>);
+
+impl<Fut> Hedges<Fut> {
+    /// The copies started so far beyond the first: empty until the first hedge.
+    fn slots(&mut self) -> &mut [Option<Pin<Box<Fut>>>] {
+        self.0.as_deref_mut().unwrap_or_default()
     }
+
+    /// How many of them are in flight.
+    fn in_flight(&self) -> u32 {
+        let slots = self.0.as_deref().unwrap_or_default();
+        slots.iter().filter(|slot| slot.is_some()).count() as u32
+    }
+
+    /// Adds the next copy's slot, making the slab at the first; returns the slot.
+    fn push(
+        &mut self,
+        slot: Option<Pin<Box<Fut>>>,
+        max_copies: usize,
+    ) -> &mut Option<Pin<Box<Fut>>> {
+        let slab = self
+            .0
+            .get_or_insert_with(|| Vec::with_capacity(max_copies - 1));
+        slab.push(slot);
+        slab.last_mut().expect("a slot was just pushed")
+    }
+
+    /// Drops every copy, keeping the slab for the rest of the call.
+    fn clear(&mut self) {
+        if let Some(slab) = &mut self.0 {
+            slab.clear();
+        }
+    }
+}
+
+impl<Fut> Drop for Hedges<Fut> {
+    // A call that never hedged pays one check: the slab's drop loop stays out of line.
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(slab) = self.0.take() {
+            drop_slab(slab);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_slab<T>(slab: Vec<T>) {
+    drop(slab);
 }
 
 fn poll_slot<Fut: Future, R>(
