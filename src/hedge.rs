@@ -161,10 +161,11 @@ where
             Phase::Running => false,
             Phase::Idle => {
                 race.phase = Phase::Running;
-                race.max_copies = shared.copies_for_call();
+                // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
+                race.max_copies = shared.copies_for_call() as u8;
                 race.launched = 1;
                 race.in_flight = 1;
-                let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
+                let attempt = Attempt::new(0, race.max_copies.into(), Duration::ZERO);
                 let finished = match make_copy(factory, attempt, catch) {
                     Ok(copy) => {
                         let mut original = copies.as_mut().project().original;
@@ -253,17 +254,17 @@ where
             let Some(due) = race.next_due(shared) else {
                 return race.pending(shared);
             };
-            if race.armed_for != Some(due) && due > race.last_start {
+            if !race.armed && due > race.last_start {
                 let now = match clock_read.take() {
                     Some((now, launched)) if launched == race.launched => now,
                     _ => timer.now(),
                 };
                 if due > now {
                     copies.as_mut().arm(timer, due - now);
-                    race.armed_for = Some(due);
+                    race.armed = true;
                 }
             }
-            if race.armed_for == Some(due) && copies.as_mut().poll_sleep(cx).is_pending() {
+            if race.armed && copies.as_mut().poll_sleep(cx).is_pending() {
                 return race.pending(shared);
             }
             if !race.admit(shared, copies.hedges_in_flight()) {
@@ -546,7 +547,7 @@ enum End<T, E> {
 
 /// A finished copy kept in case no copy wins.
 struct Kept<T, E> {
-    index: usize,
+    index: u8,
     result: Result<T, E>,
     failed: bool,
 }
@@ -554,17 +555,18 @@ struct Kept<T, E> {
 struct Race<T, E> {
     phase: Phase,
     /// Copies this call may start: the policy's cap, or 1 after a missed probability roll.
-    max_copies: usize,
-    launched: usize,
-    in_flight: usize,
+    /// Counts of copies are bytes: a call starts at most 64.
+    max_copies: u8,
+    launched: u8,
+    in_flight: u8,
     call_counted: bool,
     /// When the original first said `Pending`; `None` until the call needs the time.
     first_start: Option<Duration>,
     /// When the newest copy started (its due time, when the clock started it).
     last_start: Duration,
     next_due: Due,
-    /// The deadline the timer is armed for.
-    armed_for: Option<Duration>,
+    /// Whether the timer is armed for the next copy's due time; a launch spends it.
+    armed: bool,
     /// The lowest-index failure, or failing that the lowest-index withdrawn result.
     kept: Option<Kept<T, E>>,
     #[cfg(feature = "std")]
@@ -585,7 +587,7 @@ impl<T, E> Race<T, E> {
             first_start: None,
             last_start: Duration::ZERO,
             next_due: Due::Unknown,
-            armed_for: None,
+            armed: false,
             kept: None,
             #[cfg(feature = "std")]
             panic: None,
@@ -615,7 +617,7 @@ impl<T, E> Race<T, E> {
                 true
             }
             Err(_) => {
-                crate::trace::budget_refused(self.launched, self.max_copies);
+                crate::trace::budget_refused(self.launched.into(), self.max_copies.into());
                 false
             }
         }
@@ -636,13 +638,14 @@ impl<T, E> Race<T, E> {
                 Some(first_start) => first_start,
                 None => self.start_clock(shared.timer.now()),
             };
-            self.next_due = match shared
-                .schedule
-                .due(self.launched, self.last_start, first_start)
-            {
-                Some(due) => Due::At(due),
-                None => Due::Never,
-            };
+            self.next_due =
+                match shared
+                    .schedule
+                    .due(self.launched.into(), self.last_start, first_start)
+                {
+                    Some(due) => Due::At(due),
+                    None => Due::Never,
+                };
         }
         match self.next_due {
             Due::At(due) => Some(due),
@@ -665,9 +668,10 @@ impl<T, E> Race<T, E> {
         C: Classify<T, E>,
         S: Future<Output = ()>,
     {
-        let index = self.launched;
+        let index = usize::from(self.launched);
+        let max_copies = usize::from(self.max_copies);
         let first_start = self.first_start.unwrap_or(start);
-        let attempt = Attempt::new(index, self.max_copies, start.saturating_sub(first_start));
+        let attempt = Attempt::new(index, max_copies, start.saturating_sub(first_start));
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(&attempt);
         }
@@ -678,24 +682,19 @@ impl<T, E> Race<T, E> {
         self.last_start = start;
         self.next_due = Due::Unknown;
         // The timer's deadline is spent; the next one re-arms it.
-        self.armed_for = None;
+        self.armed = false;
         shared.counters.add(&[Counter::Hedges]);
         let copy = match made {
             Ok(copy) => copy,
             Err(panicked) => {
-                copies.push_empty(self.max_copies);
+                copies.push_empty(max_copies);
                 return self.settle(index, panicked, classify);
             }
         };
         let catch = shared.catch_unwind;
-        copies.push_and_poll(
-            copy,
-            index,
-            self.max_copies,
-            cx,
-            catch,
-            |index, finished| self.settle(index, finished, classify),
-        )
+        copies.push_and_poll(copy, index, max_copies, cx, catch, |index, finished| {
+            self.settle(index, finished, classify)
+        })
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
@@ -737,7 +736,7 @@ impl<T, E> Race<T, E> {
             (Finished::Output(result), Some(verdict)) => (result, verdict),
             #[cfg(feature = "std")]
             (Finished::Panicked(panic), _) => {
-                crate::trace::copy_failed(index, self.max_copies, true);
+                crate::trace::copy_failed(index, self.max_copies.into(), true);
                 if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
                     self.panic = Some((index, panic));
                 }
@@ -749,7 +748,7 @@ impl<T, E> Race<T, E> {
             Verdict::Win => Some(End::Won { index, result }),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Retry => {
-                crate::trace::copy_failed(index, self.max_copies, false);
+                crate::trace::copy_failed(index, self.max_copies.into(), false);
                 self.keep(index, result, true);
                 None
             }
@@ -766,12 +765,13 @@ impl<T, E> Race<T, E> {
         let better = match &self.kept {
             None => true,
             Some(kept) => {
-                (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index))
+                (failed, core::cmp::Reverse(index))
+                    > (kept.failed, core::cmp::Reverse(kept.index.into()))
             }
         };
         if better {
             self.kept = Some(Kept {
-                index,
+                index: index as u8,
                 result,
                 failed,
             });
@@ -820,7 +820,7 @@ impl<T, E> Race<T, E> {
         self.phase = Phase::Done;
         let (outcome, hedge_win, result) = match end {
             End::Won { index, result } => {
-                crate::trace::won(index, self.launched);
+                crate::trace::won(index, self.launched.into());
                 (Counter::Wins, index > 0, result)
             }
             End::Failed(result) => (Counter::Failures, false, result),
