@@ -706,7 +706,14 @@ impl<T, E> Race<T, E> {
         classify: &mut C,
     ) -> Option<End<T, E>> {
         let verdict = self.verdict(&finished, classify);
-        self.settle_as(index, finished, verdict)
+        match (finished, verdict) {
+            // The common end, kept inline: the rest of the bookkeeping is for losers.
+            (Finished::Output(result), Some(Verdict::Win)) => {
+                self.in_flight -= 1;
+                Some(End::Won { index, result })
+            }
+            (finished, verdict) => self.settle_as(index, finished, verdict),
+        }
     }
 
     /// The verdict on a finished copy; `None` for a caught panic, which has no result.
