@@ -154,7 +154,6 @@ where
         let mut copies = this.copies;
         let Call { policy, race } = this.call;
         let shared = policy.as_policy().shared();
-        let timer = &shared.timer;
 
         let catch = shared.catch_unwind;
         let first_poll = match race.phase {
@@ -207,75 +206,7 @@ where
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
 
-        if !first_poll {
-            // Poll every copy in flight; a win or a fatal error ends the race here.
-            let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
-                race.settle(index, finished, classify)
-            });
-            if let Some(end) = settled {
-                return Poll::Ready(race.finish(copies, shared, end));
-            }
-        }
-        if race.permits > 0 {
-            race.sync_slots(shared, copies.hedges_in_flight());
-        }
-        // The first poll's one clock reading also arms the timer, as long as no copy
-        // started since: a reading costs as much as the rest of the armed path.
-        let mut clock_read = None;
-        if first_poll && race.in_flight > 0 && race.max_copies > 1 {
-            // The call's clock starts when the original first says `Pending`.
-            clock_read = Some((race.start_clock(timer.now()), race.launched));
-        }
-
-        loop {
-            if race.in_flight == 0 {
-                if race.launched == race.max_copies {
-                    let end = race.give_up();
-                    return Poll::Ready(race.finish(copies, shared, end));
-                }
-                if !race.admit(shared, 0) {
-                    let end = race.give_up();
-                    return Poll::Ready(race.finish(copies, shared, end));
-                }
-                // Every copy in flight failed: the next one starts now, not on schedule.
-                let now = timer.now();
-                race.start_clock(now);
-                let start = now.max(race.last_start);
-                if let Some(end) =
-                    race.launch(copies.as_mut(), factory, classify, shared, start, cx)
-                {
-                    return Poll::Ready(race.finish(copies, shared, end));
-                }
-                continue;
-            }
-            if race.launched == race.max_copies {
-                return race.pending(shared);
-            }
-            let Some(due) = race.next_due(shared) else {
-                return race.pending(shared);
-            };
-            if !race.armed && due > race.last_start {
-                let now = match clock_read.take() {
-                    Some((now, launched)) if launched == race.launched => now,
-                    _ => timer.now(),
-                };
-                if due > now {
-                    copies.as_mut().arm(timer, due - now);
-                    race.armed = true;
-                }
-            }
-            if race.armed && copies.as_mut().poll_sleep(cx).is_pending() {
-                return race.pending(shared);
-            }
-            if !race.admit(shared, copies.hedges_in_flight()) {
-                // Refused: no more timed copies for this call; a failure may still ask.
-                race.next_due = Due::Never;
-                continue;
-            }
-            if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, due, cx) {
-                return Poll::Ready(race.finish(copies, shared, end));
-            }
-        }
+        race.run(copies, factory, classify, shared, cx, first_poll)
     }
 }
 
@@ -592,6 +523,95 @@ impl<T, E> Race<T, E> {
             #[cfg(feature = "std")]
             panic: None,
             permits: 0,
+        }
+    }
+
+    /// Everything past an original that won at once: polls the copies in flight, starts
+    /// those due, and arms the timer for the next.
+    fn run<F, C, Tm>(
+        &mut self,
+        mut copies: Pin<&mut Copies<F::Future, Tm::Sleep>>,
+        factory: &mut F,
+        classify: &mut C,
+        shared: &Shared<Tm>,
+        cx: &mut Context<'_>,
+        first_poll: bool,
+    ) -> Poll<Result<T, E>>
+    where
+        F: Factory<Ok = T, Error = E>,
+        C: Classify<T, E>,
+        Tm: Timer,
+    {
+        let timer = &shared.timer;
+        let catch = shared.catch_unwind;
+        if !first_poll {
+            // Poll every copy in flight; a win or a fatal error ends the race here.
+            let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
+                self.settle(index, finished, classify)
+            });
+            if let Some(end) = settled {
+                return Poll::Ready(self.finish(copies, shared, end));
+            }
+        }
+        if self.permits > 0 {
+            self.sync_slots(shared, copies.hedges_in_flight());
+        }
+        // The first poll's one clock reading also arms the timer, as long as no copy
+        // started since: a reading costs as much as the rest of the armed path.
+        let mut clock_read = None;
+        if first_poll && self.in_flight > 0 && self.max_copies > 1 {
+            // The call's clock starts when the original first says `Pending`.
+            clock_read = Some((self.start_clock(timer.now()), self.launched));
+        }
+
+        loop {
+            if self.in_flight == 0 {
+                if self.launched == self.max_copies {
+                    let end = self.give_up();
+                    return Poll::Ready(self.finish(copies, shared, end));
+                }
+                if !self.admit(shared, 0) {
+                    let end = self.give_up();
+                    return Poll::Ready(self.finish(copies, shared, end));
+                }
+                // Every copy in flight failed: the next one starts now, not on schedule.
+                let now = timer.now();
+                self.start_clock(now);
+                let start = now.max(self.last_start);
+                if let Some(end) =
+                    self.launch(copies.as_mut(), factory, classify, shared, start, cx)
+                {
+                    return Poll::Ready(self.finish(copies, shared, end));
+                }
+                continue;
+            }
+            if self.launched == self.max_copies {
+                return self.pending(shared);
+            }
+            let Some(due) = self.next_due(shared) else {
+                return self.pending(shared);
+            };
+            if !self.armed && due > self.last_start {
+                let now = match clock_read.take() {
+                    Some((now, launched)) if launched == self.launched => now,
+                    _ => timer.now(),
+                };
+                if due > now {
+                    copies.as_mut().arm(timer, due - now);
+                    self.armed = true;
+                }
+            }
+            if self.armed && copies.as_mut().poll_sleep(cx).is_pending() {
+                return self.pending(shared);
+            }
+            if !self.admit(shared, copies.hedges_in_flight()) {
+                // Refused: no more timed copies for this call; a failure may still ask.
+                self.next_due = Due::Never;
+                continue;
+            }
+            if let Some(end) = self.launch(copies.as_mut(), factory, classify, shared, due, cx) {
+                return Poll::Ready(self.finish(copies, shared, end));
+            }
         }
     }
 
