@@ -434,18 +434,29 @@ struct Call<P: AsPolicy, T, E> {
 }
 
 impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
+    // A finished call pays one check; only a cancelled one reaches the counters.
+    #[inline]
     fn drop(&mut self) {
         if self.race.phase == Phase::Running {
-            let shared = self.policy.as_policy().shared();
-            if self.race.permits > 0 {
-                shared.release_slots(self.race.permits);
-            }
-            let counters = &shared.counters;
-            if self.race.call_counted {
-                counters.add(&[Counter::Cancelled]);
-            } else {
-                counters.add(&[Counter::Calls, Counter::Cancelled]);
-            }
+            self.count_cancelled();
+        }
+    }
+}
+
+impl<P: AsPolicy, T, E> Call<P, T, E> {
+    /// Records a call dropped mid-race and gives back the budget slots its copies held.
+    #[cold]
+    #[inline(never)]
+    fn count_cancelled(&mut self) {
+        let shared = self.policy.as_policy().shared();
+        if self.race.permits > 0 {
+            shared.release_slots(self.race.permits);
+        }
+        let counters = &shared.counters;
+        if self.race.call_counted {
+            counters.add(&[Counter::Cancelled]);
+        } else {
+            counters.add(&[Counter::Calls, Counter::Cancelled]);
         }
     }
 }
