@@ -490,8 +490,28 @@ enum End<T, E> {
 /// A finished copy kept in case no copy wins.
 struct Kept<T, E> {
     index: u8,
-    result: Result<T, E>,
-    failed: bool,
+    lost: Lost<T, E>,
+}
+
+/// How a kept copy finished without winning.
+enum Lost<T, E> {
+    Withdrawn(Result<T, E>),
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+    Failed(Result<T, E>),
+}
+
+impl<T, E> Lost<T, E> {
+    /// Which end the race returns first when none wins: a failure, then a caught panic,
+    /// then a withdrawn result.
+    fn rank(&self) -> u8 {
+        match self {
+            Lost::Withdrawn(_) => 0,
+            #[cfg(feature = "std")]
+            Lost::Panicked(_) => 1,
+            Lost::Failed(_) => 2,
+        }
+    }
 }
 
 struct Race<T, E> {
@@ -509,10 +529,10 @@ struct Race<T, E> {
     next_due: Due,
     /// Whether the timer is armed for the next copy's due time; a launch spends it.
     armed: bool,
-    /// The lowest-index failure, or failing that the lowest-index withdrawn result.
+    /// The lowest-index failure, or failing that the lowest-index caught panic, or the
+    /// lowest-index withdrawn result: one slot, so a race that ends with a win drops it
+    /// with one check.
     kept: Option<Kept<T, E>>,
-    #[cfg(feature = "std")]
-    panic: Option<(usize, Panic)>,
     /// The budget's `max_outstanding` slots this call holds: one per copy in flight
     /// beyond the first, given back once `poll` sees the copy finished.
     permits: u32,
@@ -531,8 +551,6 @@ impl<T, E> Race<T, E> {
             next_due: Due::Unknown,
             armed: false,
             kept: None,
-            #[cfg(feature = "std")]
-            panic: None,
             permits: 0,
         }
     }
@@ -775,9 +793,7 @@ impl<T, E> Race<T, E> {
             #[cfg(feature = "std")]
             (Finished::Panicked(panic), _) => {
                 crate::trace::copy_failed(index, self.max_copies.into(), true);
-                if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
-                    self.panic = Some((index, panic));
-                }
+                self.keep(index, Lost::Panicked(panic));
                 return None;
             }
             (Finished::Output(_), None) => unreachable!("an output always has a verdict"),
@@ -787,47 +803,41 @@ impl<T, E> Race<T, E> {
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Retry => {
                 crate::trace::copy_failed(index, self.max_copies.into(), false);
-                self.keep(index, result, true);
+                self.keep(index, Lost::Failed(result));
                 None
             }
             Verdict::Withdraw => {
-                self.keep(index, result, false);
+                self.keep(index, Lost::Withdrawn(result));
                 None
             }
         }
     }
 
-    /// Keeps a finished copy if it beats the one kept: a failure beats a withdrawal, and
-    /// then the lower index wins.
-    fn keep(&mut self, index: usize, result: Result<T, E>, failed: bool) {
+    /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
+    /// lower index wins.
+    fn keep(&mut self, index: usize, lost: Lost<T, E>) {
         let better = match &self.kept {
             None => true,
             Some(kept) => {
-                (failed, core::cmp::Reverse(index))
-                    > (kept.failed, core::cmp::Reverse(kept.index.into()))
+                (lost.rank(), core::cmp::Reverse(index))
+                    > (kept.lost.rank(), core::cmp::Reverse(kept.index.into()))
             }
         };
         if better {
             self.kept = Some(Kept {
                 index: index as u8,
-                result,
-                failed,
+                lost,
             });
         }
     }
 
     /// How the race ends when every copy finished and none won.
     fn give_up(&mut self) -> End<T, E> {
-        match self.kept.take() {
-            Some(kept) if kept.failed => End::Failed(kept.result),
-            withdrawn => {
-                #[cfg(feature = "std")]
-                if let Some((_, panic)) = self.panic.take() {
-                    return End::Panicked(panic);
-                }
-                let kept = withdrawn.expect("a finished race keeps the result of a copy");
-                End::Failed(kept.result)
-            }
+        let kept = self.kept.take();
+        match kept.expect("a finished race keeps a copy").lost {
+            Lost::Failed(result) | Lost::Withdrawn(result) => End::Failed(result),
+            #[cfg(feature = "std")]
+            Lost::Panicked(panic) => End::Panicked(panic),
         }
     }
 
