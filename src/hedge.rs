@@ -324,7 +324,7 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
     }
 
     /// How many copies beyond the first are in flight.
-    fn hedges_in_flight(&self) -> u32 {
+    fn hedges_in_flight(&self) -> u8 {
         self.hedges.in_flight()
     }
 
@@ -369,9 +369,10 @@ impl<Fut> Hedges<Fut> {
     }
 
     /// How many of them are in flight.
-    fn in_flight(&self) -> u32 {
+    fn in_flight(&self) -> u8 {
         let slots = self.0.as_deref().unwrap_or_default();
-        slots.iter().filter(|slot| slot.is_some()).count() as u32
+        // At most 63: a call starts at most 64 copies.
+        slots.iter().filter(|slot| slot.is_some()).count() as u8
     }
 
     /// Adds the next copy's slot, making the slab at the first; returns the slot.
@@ -450,7 +451,7 @@ impl<P: AsPolicy, T, E> Call<P, T, E> {
     fn count_cancelled(&mut self) {
         let shared = self.policy.as_policy().shared();
         if self.race.permits > 0 {
-            shared.release_slots(self.race.permits);
+            shared.release_slots(self.race.permits.into());
         }
         let counters = &shared.counters;
         if self.race.call_counted {
@@ -535,7 +536,7 @@ struct Race<T, E> {
     kept: Option<Kept<T, E>>,
     /// The budget's `max_outstanding` slots this call holds: one per copy in flight
     /// beyond the first, given back once `poll` sees the copy finished.
-    permits: u32,
+    permits: u8,
 }
 
 impl<T, E> Race<T, E> {
@@ -647,15 +648,15 @@ impl<T, E> Race<T, E> {
     /// Gives back the slots of copies that finished: under a capped budget every copy
     /// beyond the first holds one while it is in flight.
     #[cold]
-    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) {
+    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u8) {
         if self.permits > hedges_in_flight {
-            shared.release_slots(self.permits - hedges_in_flight);
+            shared.release_slots((self.permits - hedges_in_flight).into());
             self.permits = hedges_in_flight;
         }
     }
 
     /// Asks the policy's budget for the next copy beyond the first; `false` when refused.
-    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) -> bool {
+    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u8) -> bool {
         if self.permits > 0 {
             self.sync_slots(shared, hedges_in_flight);
         }
@@ -860,7 +861,7 @@ impl<T, E> Race<T, E> {
             }
             // Give back the budget's slots with the copies that held them.
             if self.permits > 0 {
-                shared.release_slots(self.permits);
+                shared.release_slots(self.permits.into());
                 self.permits = 0;
             }
         }
