@@ -82,7 +82,7 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P, ByResult> {
             classify: ByResult,
             copies: Copies {
                 original: None,
-                hedges: Vec::new(),
+                hedges: Hedges(None),
                 sleep: None,
             },
             call: Call {
@@ -154,17 +154,17 @@ where
         let mut copies = this.copies;
         let Call { policy, race } = this.call;
         let shared = policy.as_policy().shared();
-        let timer = &shared.timer;
 
         let catch = shared.catch_unwind;
         let first_poll = match race.phase {
             Phase::Running => false,
             Phase::Idle => {
                 race.phase = Phase::Running;
-                race.max_copies = shared.copies_for_call();
+                // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
+                race.max_copies = shared.copies_for_call() as u8;
                 race.launched = 1;
                 race.in_flight = 1;
-                let attempt = Attempt::new(0, race.max_copies, Duration::ZERO);
+                let attempt = Attempt::new(0, race.max_copies.into(), Duration::ZERO);
                 let finished = match make_copy(factory, attempt, catch) {
                     Ok(copy) => {
                         let mut original = copies.as_mut().project().original;
@@ -206,75 +206,7 @@ where
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
 
-        if !first_poll {
-            // Poll every copy in flight; a win or a fatal error ends the race here.
-            let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
-                race.settle(index, finished, classify)
-            });
-            if let Some(end) = settled {
-                return Poll::Ready(race.finish(copies, shared, end));
-            }
-        }
-        if race.permits > 0 {
-            race.sync_slots(shared, copies.hedges_in_flight());
-        }
-        // The first poll's one clock reading also arms the timer, as long as no copy
-        // started since: a reading costs as much as the rest of the armed path.
-        let mut clock_read = None;
-        if first_poll && race.in_flight > 0 && race.max_copies > 1 {
-            // The call's clock starts when the original first says `Pending`.
-            clock_read = Some((race.start_clock(timer.now()), race.launched));
-        }
-
-        loop {
-            if race.in_flight == 0 {
-                if race.launched == race.max_copies {
-                    let end = race.give_up();
-                    return Poll::Ready(race.finish(copies, shared, end));
-                }
-                if !race.admit(shared, 0) {
-                    let end = race.give_up();
-                    return Poll::Ready(race.finish(copies, shared, end));
-                }
-                // Every copy in flight failed: the next one starts now, not on schedule.
-                let now = timer.now();
-                race.start_clock(now);
-                let start = now.max(race.last_start);
-                if let Some(end) =
-                    race.launch(copies.as_mut(), factory, classify, shared, start, cx)
-                {
-                    return Poll::Ready(race.finish(copies, shared, end));
-                }
-                continue;
-            }
-            if race.launched == race.max_copies {
-                return race.pending(shared);
-            }
-            let Some(due) = race.next_due(shared) else {
-                return race.pending(shared);
-            };
-            if race.armed_for != Some(due) && due > race.last_start {
-                let now = match clock_read.take() {
-                    Some((now, launched)) if launched == race.launched => now,
-                    _ => timer.now(),
-                };
-                if due > now {
-                    copies.as_mut().arm(timer, due - now);
-                    race.armed_for = Some(due);
-                }
-            }
-            if race.armed_for == Some(due) && copies.as_mut().poll_sleep(cx).is_pending() {
-                return race.pending(shared);
-            }
-            if !race.admit(shared, copies.hedges_in_flight()) {
-                // Refused: no more timed copies for this call; a failure may still ask.
-                race.next_due = Due::Never;
-                continue;
-            }
-            if let Some(end) = race.launch(copies.as_mut(), factory, classify, shared, due, cx) {
-                return Poll::Ready(race.finish(copies, shared, end));
-            }
-        }
+        race.run(copies, factory, classify, shared, cx, first_poll)
     }
 }
 
@@ -307,9 +239,7 @@ struct Copies<Fut, S> {
     /// The original lives inline: a call it wins allocates nothing.
     #[pin]
     original: Option<Fut>,
-    /// Copy k lives at `hedges[k - 1]`, boxed; the vector is allocated once, at the
-    /// first hedge, with room for every copy the call may start.
-    hedges: Vec<Option<Pin<Box<Fut>>>>,
+    hedges: Hedges<Fut>,
     #[pin]
     sleep: Option<S>,
 }
@@ -371,7 +301,7 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
                 }
             }
         }
-        for (slot, index) in this.hedges.iter_mut().zip(1..) {
+        for (slot, index) in this.hedges.slots().iter_mut().zip(1..) {
             if let Some(end) = poll_slot(slot, index, cx, catch, &mut settle) {
                 return Some(end);
             }
@@ -389,23 +319,18 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         catch: bool,
         settle: impl FnMut(usize, Finished<Fut::Output>) -> Option<R>,
     ) -> Option<R> {
-        let hedges = self.project().hedges;
-        reserve_hedges(hedges, max_copies);
-        hedges.push(Some(Box::pin(copy)));
-        let slot = hedges.last_mut().expect("a copy was just pushed");
+        let slot = self.project().hedges.push(Some(Box::pin(copy)), max_copies);
         poll_slot(slot, index, cx, catch, settle)
     }
 
     /// How many copies beyond the first are in flight.
-    fn hedges_in_flight(&self) -> u32 {
-        self.hedges.iter().filter(|slot| slot.is_some()).count() as u32
+    fn hedges_in_flight(&self) -> u8 {
+        self.hedges.in_flight()
     }
 
     /// Holds the slot of a copy whose factory panicked, so later copies keep their index.
     fn push_empty(self: Pin<&mut Self>, max_copies: usize) {
-        let hedges = self.project().hedges;
-        reserve_hedges(hedges, max_copies);
-        hedges.push(None);
+        self.project().hedges.push(None, max_copies);
     }
 
     /// Arms the timer to fire `after` from now: makes it on first use, re-arms it later.
@@ -433,11 +358,58 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
     }
 }
 
-/// Makes room for every hedge of the call at the first one: the slab never grows.
-fn reserve_hedges<T>(hedges: &mut Vec<T>, max_copies: usize) {
-    if hedges.capacity() == 0 {
-        hedges.reserve_exact(max_copies - 1);
+/// Copy k lives at `slots[k - 1]`, boxed; the slab is allocated once, at the first
+/// hedge, with room for every copy the call may start. `None` until then.
+struct Hedges<Fut>(Option<Vec<Option<Pin<Box<Fut>>>>>);
+
+impl<Fut> Hedges<Fut> {
+    /// The copies started so far beyond the first: empty until the first hedge.
+    fn slots(&mut self) -> &mut [Option<Pin<Box<Fut>>>] {
+        self.0.as_deref_mut().unwrap_or_default()
     }
+
+    /// How many of them are in flight.
+    fn in_flight(&self) -> u8 {
+        let slots = self.0.as_deref().unwrap_or_default();
+        // At most 63: a call starts at most 64 copies.
+        slots.iter().filter(|slot| slot.is_some()).count() as u8
+    }
+
+    /// Adds the next copy's slot, making the slab at the first; returns the slot.
+    fn push(
+        &mut self,
+        slot: Option<Pin<Box<Fut>>>,
+        max_copies: usize,
+    ) -> &mut Option<Pin<Box<Fut>>> {
+        let slab = self
+            .0
+            .get_or_insert_with(|| Vec::with_capacity(max_copies - 1));
+        slab.push(slot);
+        slab.last_mut().expect("a slot was just pushed")
+    }
+
+    /// Drops every copy, keeping the slab for the rest of the call.
+    fn clear(&mut self) {
+        if let Some(slab) = &mut self.0 {
+            slab.clear();
+        }
+    }
+}
+
+impl<Fut> Drop for Hedges<Fut> {
+    // A call that never hedged pays one check: the slab's drop loop stays out of line.
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(slab) = self.0.take() {
+            drop_slab(slab);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_slab<T>(slab: Vec<T>) {
+    drop(slab);
 }
 
 fn poll_slot<Fut: Future, R>(
@@ -463,18 +435,29 @@ struct Call<P: AsPolicy, T, E> {
 }
 
 impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
+    // A finished call pays one check; only a cancelled one reaches the counters.
+    #[inline]
     fn drop(&mut self) {
         if self.race.phase == Phase::Running {
-            let shared = self.policy.as_policy().shared();
-            if self.race.permits > 0 {
-                shared.release_slots(self.race.permits);
-            }
-            let counters = &shared.counters;
-            if self.race.call_counted {
-                counters.add(&[Counter::Cancelled]);
-            } else {
-                counters.add(&[Counter::Calls, Counter::Cancelled]);
-            }
+            self.count_cancelled();
+        }
+    }
+}
+
+impl<P: AsPolicy, T, E> Call<P, T, E> {
+    /// Records a call dropped mid-race and gives back the budget slots its copies held.
+    #[cold]
+    #[inline(never)]
+    fn count_cancelled(&mut self) {
+        let shared = self.policy.as_policy().shared();
+        if self.race.permits > 0 {
+            shared.release_slots(self.race.permits.into());
+        }
+        let counters = &shared.counters;
+        if self.race.call_counted {
+            counters.add(&[Counter::Cancelled]);
+        } else {
+            counters.add(&[Counter::Calls, Counter::Cancelled]);
         }
     }
 }
@@ -507,32 +490,53 @@ enum End<T, E> {
 
 /// A finished copy kept in case no copy wins.
 struct Kept<T, E> {
-    index: usize,
-    result: Result<T, E>,
-    failed: bool,
+    index: u8,
+    lost: Lost<T, E>,
+}
+
+/// How a kept copy finished without winning.
+enum Lost<T, E> {
+    Withdrawn(Result<T, E>),
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+    Failed(Result<T, E>),
+}
+
+impl<T, E> Lost<T, E> {
+    /// Which end the race returns first when none wins: a failure, then a caught panic,
+    /// then a withdrawn result.
+    fn rank(&self) -> u8 {
+        match self {
+            Lost::Withdrawn(_) => 0,
+            #[cfg(feature = "std")]
+            Lost::Panicked(_) => 1,
+            Lost::Failed(_) => 2,
+        }
+    }
 }
 
 struct Race<T, E> {
     phase: Phase,
     /// Copies this call may start: the policy's cap, or 1 after a missed probability roll.
-    max_copies: usize,
-    launched: usize,
-    in_flight: usize,
+    /// Counts of copies are bytes: a call starts at most 64.
+    max_copies: u8,
+    launched: u8,
+    in_flight: u8,
     call_counted: bool,
     /// When the original first said `Pending`; `None` until the call needs the time.
     first_start: Option<Duration>,
     /// When the newest copy started (its due time, when the clock started it).
     last_start: Duration,
     next_due: Due,
-    /// The deadline the timer is armed for.
-    armed_for: Option<Duration>,
-    /// The lowest-index failure, or failing that the lowest-index withdrawn result.
+    /// Whether the timer is armed for the next copy's due time; a launch spends it.
+    armed: bool,
+    /// The lowest-index failure, or failing that the lowest-index caught panic, or the
+    /// lowest-index withdrawn result: one slot, so a race that ends with a win drops it
+    /// with one check.
     kept: Option<Kept<T, E>>,
-    #[cfg(feature = "std")]
-    panic: Option<(usize, Panic)>,
     /// The budget's `max_outstanding` slots this call holds: one per copy in flight
     /// beyond the first, given back once `poll` sees the copy finished.
-    permits: u32,
+    permits: u8,
 }
 
 impl<T, E> Race<T, E> {
@@ -546,26 +550,113 @@ impl<T, E> Race<T, E> {
             first_start: None,
             last_start: Duration::ZERO,
             next_due: Due::Unknown,
-            armed_for: None,
+            armed: false,
             kept: None,
-            #[cfg(feature = "std")]
-            panic: None,
             permits: 0,
+        }
+    }
+
+    /// Everything past an original that won at once: polls the copies in flight, starts
+    /// those due, and arms the timer for the next.
+    fn run<F, C, Tm>(
+        &mut self,
+        mut copies: Pin<&mut Copies<F::Future, Tm::Sleep>>,
+        factory: &mut F,
+        classify: &mut C,
+        shared: &Shared<Tm>,
+        cx: &mut Context<'_>,
+        first_poll: bool,
+    ) -> Poll<Result<T, E>>
+    where
+        F: Factory<Ok = T, Error = E>,
+        C: Classify<T, E>,
+        Tm: Timer,
+    {
+        let timer = &shared.timer;
+        let catch = shared.catch_unwind;
+        if !first_poll {
+            // Poll every copy in flight; a win or a fatal error ends the race here.
+            let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
+                self.settle(index, finished, classify)
+            });
+            if let Some(end) = settled {
+                return Poll::Ready(self.finish(copies, shared, end));
+            }
+        }
+        if self.permits > 0 {
+            self.sync_slots(shared, copies.hedges_in_flight());
+        }
+        // The first poll's one clock reading also arms the timer, as long as no copy
+        // started since: a reading costs as much as the rest of the armed path.
+        let mut clock_read = None;
+        if first_poll && self.in_flight > 0 && self.max_copies > 1 {
+            // The call's clock starts when the original first says `Pending`.
+            clock_read = Some((self.start_clock(timer.now()), self.launched));
+        }
+
+        loop {
+            if self.in_flight == 0 {
+                if self.launched == self.max_copies {
+                    let end = self.give_up();
+                    return Poll::Ready(self.finish(copies, shared, end));
+                }
+                if !self.admit(shared, 0) {
+                    let end = self.give_up();
+                    return Poll::Ready(self.finish(copies, shared, end));
+                }
+                // Every copy in flight failed: the next one starts now, not on schedule.
+                let now = timer.now();
+                self.start_clock(now);
+                let start = now.max(self.last_start);
+                if let Some(end) =
+                    self.launch(copies.as_mut(), factory, classify, shared, start, cx)
+                {
+                    return Poll::Ready(self.finish(copies, shared, end));
+                }
+                continue;
+            }
+            if self.launched == self.max_copies {
+                return self.pending(shared);
+            }
+            let Some(due) = self.next_due(shared) else {
+                return self.pending(shared);
+            };
+            if !self.armed && due > self.last_start {
+                let now = match clock_read.take() {
+                    Some((now, launched)) if launched == self.launched => now,
+                    _ => timer.now(),
+                };
+                if due > now {
+                    copies.as_mut().arm(timer, due - now);
+                    self.armed = true;
+                }
+            }
+            if self.armed && copies.as_mut().poll_sleep(cx).is_pending() {
+                return self.pending(shared);
+            }
+            if !self.admit(shared, copies.hedges_in_flight()) {
+                // Refused: no more timed copies for this call; a failure may still ask.
+                self.next_due = Due::Never;
+                continue;
+            }
+            if let Some(end) = self.launch(copies.as_mut(), factory, classify, shared, due, cx) {
+                return Poll::Ready(self.finish(copies, shared, end));
+            }
         }
     }
 
     /// Gives back the slots of copies that finished: under a capped budget every copy
     /// beyond the first holds one while it is in flight.
     #[cold]
-    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) {
+    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u8) {
         if self.permits > hedges_in_flight {
-            shared.release_slots(self.permits - hedges_in_flight);
+            shared.release_slots((self.permits - hedges_in_flight).into());
             self.permits = hedges_in_flight;
         }
     }
 
     /// Asks the policy's budget for the next copy beyond the first; `false` when refused.
-    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u32) -> bool {
+    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u8) -> bool {
         if self.permits > 0 {
             self.sync_slots(shared, hedges_in_flight);
         }
@@ -576,7 +667,7 @@ impl<T, E> Race<T, E> {
                 true
             }
             Err(_) => {
-                crate::trace::budget_refused(self.launched, self.max_copies);
+                crate::trace::budget_refused(self.launched.into(), self.max_copies.into());
                 false
             }
         }
@@ -597,13 +688,14 @@ impl<T, E> Race<T, E> {
                 Some(first_start) => first_start,
                 None => self.start_clock(shared.timer.now()),
             };
-            self.next_due = match shared
-                .schedule
-                .due(self.launched, self.last_start, first_start)
-            {
-                Some(due) => Due::At(due),
-                None => Due::Never,
-            };
+            self.next_due =
+                match shared
+                    .schedule
+                    .due(self.launched.into(), self.last_start, first_start)
+                {
+                    Some(due) => Due::At(due),
+                    None => Due::Never,
+                };
         }
         match self.next_due {
             Due::At(due) => Some(due),
@@ -626,9 +718,10 @@ impl<T, E> Race<T, E> {
         C: Classify<T, E>,
         S: Future<Output = ()>,
     {
-        let index = self.launched;
+        let index = usize::from(self.launched);
+        let max_copies = usize::from(self.max_copies);
         let first_start = self.first_start.unwrap_or(start);
-        let attempt = Attempt::new(index, self.max_copies, start.saturating_sub(first_start));
+        let attempt = Attempt::new(index, max_copies, start.saturating_sub(first_start));
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(&attempt);
         }
@@ -639,24 +732,19 @@ impl<T, E> Race<T, E> {
         self.last_start = start;
         self.next_due = Due::Unknown;
         // The timer's deadline is spent; the next one re-arms it.
-        self.armed_for = None;
+        self.armed = false;
         shared.counters.add(&[Counter::Hedges]);
         let copy = match made {
             Ok(copy) => copy,
             Err(panicked) => {
-                copies.push_empty(self.max_copies);
+                copies.push_empty(max_copies);
                 return self.settle(index, panicked, classify);
             }
         };
         let catch = shared.catch_unwind;
-        copies.push_and_poll(
-            copy,
-            index,
-            self.max_copies,
-            cx,
-            catch,
-            |index, finished| self.settle(index, finished, classify),
-        )
+        copies.push_and_poll(copy, index, max_copies, cx, catch, |index, finished| {
+            self.settle(index, finished, classify)
+        })
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
@@ -668,7 +756,14 @@ impl<T, E> Race<T, E> {
         classify: &mut C,
     ) -> Option<End<T, E>> {
         let verdict = self.verdict(&finished, classify);
-        self.settle_as(index, finished, verdict)
+        match (finished, verdict) {
+            // The common end, kept inline: the rest of the bookkeeping is for losers.
+            (Finished::Output(result), Some(Verdict::Win)) => {
+                self.in_flight -= 1;
+                Some(End::Won { index, result })
+            }
+            (finished, verdict) => self.settle_as(index, finished, verdict),
+        }
     }
 
     /// The verdict on a finished copy; `None` for a caught panic, which has no result.
@@ -698,10 +793,8 @@ impl<T, E> Race<T, E> {
             (Finished::Output(result), Some(verdict)) => (result, verdict),
             #[cfg(feature = "std")]
             (Finished::Panicked(panic), _) => {
-                crate::trace::copy_failed(index, self.max_copies, true);
-                if self.panic.as_ref().is_none_or(|(kept, _)| index < *kept) {
-                    self.panic = Some((index, panic));
-                }
+                crate::trace::copy_failed(index, self.max_copies.into(), true);
+                self.keep(index, Lost::Panicked(panic));
                 return None;
             }
             (Finished::Output(_), None) => unreachable!("an output always has a verdict"),
@@ -710,47 +803,42 @@ impl<T, E> Race<T, E> {
             Verdict::Win => Some(End::Won { index, result }),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Retry => {
-                crate::trace::copy_failed(index, self.max_copies, false);
-                self.keep(index, result, true);
+                crate::trace::copy_failed(index, self.max_copies.into(), false);
+                self.keep(index, Lost::Failed(result));
                 None
             }
             Verdict::Withdraw => {
-                self.keep(index, result, false);
+                self.keep(index, Lost::Withdrawn(result));
                 None
             }
         }
     }
 
-    /// Keeps a finished copy if it beats the one kept: a failure beats a withdrawal, and
-    /// then the lower index wins.
-    fn keep(&mut self, index: usize, result: Result<T, E>, failed: bool) {
+    /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
+    /// lower index wins.
+    fn keep(&mut self, index: usize, lost: Lost<T, E>) {
         let better = match &self.kept {
             None => true,
             Some(kept) => {
-                (failed, core::cmp::Reverse(index)) > (kept.failed, core::cmp::Reverse(kept.index))
+                (lost.rank(), core::cmp::Reverse(index))
+                    > (kept.lost.rank(), core::cmp::Reverse(kept.index.into()))
             }
         };
         if better {
             self.kept = Some(Kept {
-                index,
-                result,
-                failed,
+                index: index as u8,
+                lost,
             });
         }
     }
 
     /// How the race ends when every copy finished and none won.
     fn give_up(&mut self) -> End<T, E> {
-        match self.kept.take() {
-            Some(kept) if kept.failed => End::Failed(kept.result),
-            withdrawn => {
-                #[cfg(feature = "std")]
-                if let Some((_, panic)) = self.panic.take() {
-                    return End::Panicked(panic);
-                }
-                let kept = withdrawn.expect("a finished race keeps the result of a copy");
-                End::Failed(kept.result)
-            }
+        let kept = self.kept.take();
+        match kept.expect("a finished race keeps a copy").lost {
+            Lost::Failed(result) | Lost::Withdrawn(result) => End::Failed(result),
+            #[cfg(feature = "std")]
+            Lost::Panicked(panic) => End::Panicked(panic),
         }
     }
 
@@ -773,29 +861,36 @@ impl<T, E> Race<T, E> {
             }
             // Give back the budget's slots with the copies that held them.
             if self.permits > 0 {
-                shared.release_slots(self.permits);
+                shared.release_slots(self.permits.into());
                 self.permits = 0;
             }
         }
         copies.clear();
         self.phase = Phase::Done;
-        let calls = (!self.call_counted).then_some(Counter::Calls);
-        let (outcome, result) = match end {
+        let (outcome, hedge_win, result) = match end {
             End::Won { index, result } => {
-                crate::trace::won(index, self.launched);
-                let hedge_win = (index > 0).then_some(Counter::HedgeWins);
-                record(shared, [calls, Some(Counter::Wins), hedge_win]);
-                return result;
+                crate::trace::won(index, self.launched.into());
+                (Counter::Wins, index > 0, result)
             }
-            End::Failed(result) => (Counter::Failures, result),
+            End::Failed(result) => (Counter::Failures, false, result),
             #[cfg(feature = "std")]
             End::Panicked(panic) => {
-                record(shared, [calls, Some(Counter::Failures), None]);
+                self.record(shared, Counter::Failures, false);
                 std::panic::resume_unwind(panic);
             }
         };
-        record(shared, [calls, Some(outcome), None]);
+        self.record(shared, outcome, hedge_win);
         result
+    }
+
+    /// Counts the call's end in one update: the call itself unless `pending` counted it,
+    /// its outcome, and a hedge win.
+    #[inline]
+    fn record<Tm>(&self, shared: &Shared<Tm>, outcome: Counter, hedge_win: bool) {
+        let counters = [Counter::Calls, outcome, Counter::HedgeWins];
+        let first = usize::from(self.call_counted);
+        let last = if hedge_win { 3 } else { 2 };
+        shared.counters.add(&counters[first..last]);
     }
 
     /// Returns `Pending`, counting the call the first time.
@@ -805,19 +900,5 @@ impl<T, E> Race<T, E> {
             shared.counters.add(&[Counter::Calls]);
         }
         Poll::Pending
-    }
-}
-
-#[inline]
-fn record<Tm>(shared: &Shared<Tm>, counters: [Option<Counter>; 3]) {
-    match counters {
-        [Some(a), Some(b), Some(c)] => shared.counters.add(&[a, b, c]),
-        [Some(a), Some(b), None] | [Some(a), None, Some(b)] | [None, Some(a), Some(b)] => {
-            shared.counters.add(&[a, b])
-        }
-        [Some(a), None, None] | [None, Some(a), None] | [None, None, Some(a)] => {
-            shared.counters.add(&[a])
-        }
-        [None, None, None] => {}
     }
 }

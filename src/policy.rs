@@ -760,11 +760,20 @@ pub(crate) mod thread_slot {
     static FREE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
     static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-    struct Slot(Cell<usize>);
+    std::thread_local! {
+        /// This thread's shard index, `UNASSIGNED` until it first counts. Without a
+        /// destructor of its own, reading it is one load.
+        static SLOT: Cell<usize> = const { Cell::new(UNASSIGNED) };
+        /// Gives the index back when the thread exits; registered by the claim.
+        static RELEASE: Release = const { Release };
+    }
 
-    impl Drop for Slot {
+    struct Release;
+
+    impl Drop for Release {
         fn drop(&mut self) {
-            let index = self.0.get();
+            // Counts made later in the thread's teardown go to the overflow shard.
+            let index = SLOT.replace(OVERFLOW);
             if index < SHARDS {
                 // The mutex orders this thread's last stores before the next owner's loads.
                 FREE.lock().unwrap_or_else(|e| e.into_inner()).push(index);
@@ -772,27 +781,23 @@ pub(crate) mod thread_slot {
         }
     }
 
-    std::thread_local! {
-        static SLOT: Slot = const { Slot(Cell::new(UNASSIGNED)) };
-    }
-
     /// This thread's shard, or `None` to use the overflow shard.
     #[inline]
     pub(crate) fn current() -> Option<usize> {
-        SLOT.try_with(|slot| match slot.0.get() {
-            UNASSIGNED => {
-                let index = claim();
-                slot.0.set(index);
-                index
-            }
-            index => index,
-        })
-        .ok()
-        .filter(|&index| index < SHARDS)
+        let mut index = SLOT.get();
+        if index == UNASSIGNED {
+            index = claim();
+            SLOT.set(index);
+        }
+        (index < SHARDS).then_some(index)
     }
 
     #[cold]
     fn claim() -> usize {
+        // A thread already tearing down its locals cannot give an index back.
+        if RELEASE.try_with(|_| ()).is_err() {
+            return OVERFLOW;
+        }
         let reused = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
         reused.unwrap_or_else(|| {
             let index = NEXT.fetch_add(1, Relaxed);
