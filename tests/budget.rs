@@ -52,6 +52,27 @@ fn policy(timer: &ManualTimer, budget: &Budget) -> Policy<ManualTimer> {
         .build()
 }
 
+/// Starts three calls whose originals take 100 ms and whose hedges take `hedge`, then
+/// moves the clock to the 10 ms delay, when each asks the budget for its hedge. Every
+/// call is still pending; they stay alive, holding their slots, until dropped.
+fn three_calls_past_the_delay<'p>(
+    timer: &ManualTimer,
+    policy: &'p Policy<ManualTimer>,
+    hedge: Duration,
+) -> Vec<Driver<impl Future<Output = Result<usize, usize>> + 'p>> {
+    let mut calls: Vec<_> = (0..3)
+        .map(|_| Driver::new(factory(timer, ms(100), hedge).hedged(policy)))
+        .collect();
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    timer.advance(ms(10));
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    calls
+}
+
 /// One call whose original takes 100 ms and whose hedge takes 1 ms: `Ok(1)` after 11 ms
 /// when the hedge is allowed, `Ok(0)` after 100 ms when it is refused.
 fn slow_call(timer: &ManualTimer, policy: &Policy<ManualTimer>) -> Result<usize, usize> {
@@ -109,16 +130,7 @@ fn deposits_are_capped_at_the_burst() {
         assert_eq!(answer, Ok(0));
     }
     // Three concurrent slow calls: 13 calls' worth of deposits are credited...
-    let mut calls: Vec<_> = (0..3)
-        .map(|_| Driver::new(factory(&timer, ms(100), ms(100)).hedged(&policy)))
-        .collect();
-    calls
-        .iter_mut()
-        .for_each(|call| assert!(call.poll().is_pending()));
-    timer.advance(ms(10));
-    calls
-        .iter_mut()
-        .for_each(|call| assert!(call.poll().is_pending()));
+    let _calls = three_calls_past_the_delay(&timer, &policy, ms(100));
     // ...but the bucket holds 2: the first two hedge, the third is refused.
     let stats = policy.stats();
     assert_eq!((stats.hedges, stats.budget_denied), (2, 1));
@@ -355,16 +367,7 @@ fn a_zero_max_outstanding_is_clamped_to_one() {
     let timer = ManualTimer::new();
     let budget = Budget::new(1.0).max_outstanding(0);
     let policy = policy(&timer, &budget);
-    let mut calls: Vec<_> = (0..3)
-        .map(|_| Driver::new(factory(&timer, ms(100), ms(50)).hedged(&policy)))
-        .collect();
-    calls
-        .iter_mut()
-        .for_each(|call| assert!(call.poll().is_pending()));
-    timer.advance(ms(10));
-    calls
-        .iter_mut()
-        .for_each(|call| assert!(call.poll().is_pending()));
+    let _calls = three_calls_past_the_delay(&timer, &policy, ms(50));
     assert_eq!(budget.outstanding(), 1);
     assert_eq!(
         (policy.stats().hedges, policy.stats().budget_denied),
