@@ -19,7 +19,7 @@ if [ ${#cases[@]} -eq 0 ]; then
     cases=(
         ready/bare ready/hedging_1_copy ready/hedging_3_copies ready/hedging_2_copies_tokio
         ready/tower_hedge
-        pending_once/bare
+        pending_once/bare pending_once/hedging_1_copy
         pending_once/bare+futures_timer pending_once/hedging_futures_timer
         pending_once/bare+async_io pending_once/hedging_async_io
         pending_once/bare+tokio_sleep pending_once/hedging_tokio

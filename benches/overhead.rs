@@ -439,6 +439,12 @@ fn pending_once_cases(suite: &mut Suite) {
     });
     suite.case((TOKIO, BARE, None, None), || bare_with_timer(&TokioTimer));
 
+    // Hedging off: one copy, pending once. No timer is armed, so it is compared with bare.
+    let one = policy(1, FuturesTimer);
+    suite.hedged_case(("pending_once/hedging_1_copy", BARE, None, None), &one, || {
+        drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(&one))
+    });
+
     let row = (
         "pending_once/hedging_futures_timer",
         BARE,
