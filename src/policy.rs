@@ -38,6 +38,7 @@ pub struct Policy<T = DefaultTimer> {
 }
 
 pub(crate) struct Shared<T> {
+    pub(crate) name: Option<&'static str>,
     pub(crate) max_copies: usize,
     pub(crate) schedule: Schedule,
     pub(crate) hedge_probability: f64,
@@ -64,6 +65,12 @@ impl Policy {
 }
 
 impl<T> Policy<T> {
+    /// The policy's label for tracing events and metrics, if
+    /// [`name`](PolicyBuilder::name) gave it one.
+    pub fn name(&self) -> Option<&'static str> {
+        self.shared.name
+    }
+
     /// The most copies a call may start, the original included.
     pub fn max_copies(&self) -> usize {
         self.shared.max_copies
@@ -130,6 +137,7 @@ impl<T: fmt::Debug> fmt::Debug for Policy<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shared = &*self.shared;
         f.debug_struct("Policy")
+            .field("name", &shared.name)
             .field("max_copies", &shared.max_copies)
             .field("delays", &shared.schedule.delays)
             .field("max_delay", &shared.schedule.max_delay)
@@ -183,6 +191,7 @@ impl<T: Timer> AsPolicy for &Policy<T> {
 ///
 /// | setting | default |
 /// |---|---|
+/// | [`name`](Self::name) | none |
 /// | [`max_copies`](Self::max_copies) | 2 (the original and one hedge) |
 /// | [`delay`](Self::delay) | 10 ms |
 /// | [`max_delay`](Self::max_delay) | none |
@@ -202,6 +211,7 @@ impl<T: Timer> AsPolicy for &Policy<T> {
 /// mode follow observed latencies (with `delay` as its starting point); `parallel`,
 /// `fallback` and `delay_fn` turn it off.
 pub struct PolicyBuilder<T = DefaultTimer> {
+    name: Option<&'static str>,
     max_copies: usize,
     delays: Delays,
     max_delay: Option<Duration>,
@@ -231,6 +241,7 @@ impl PolicyBuilder {
     /// The defaults listed above, with the default timer.
     pub fn new() -> Self {
         PolicyBuilder {
+            name: None,
             max_copies: 2,
             delays: Delays::Fixed(Duration::from_millis(10)),
             max_delay: None,
@@ -257,6 +268,14 @@ impl<T> PolicyBuilder<T> {
     /// The largest [`max_copies`](Self::max_copies) accepted; larger values are clamped
     /// to it. A call sizes its set of copies by `max_copies` when its first hedge starts.
     pub const MAX_COPIES: usize = 64;
+
+    /// A label for the policy: `tracing` events carry it as the field `policy`, and
+    /// metrics exporters (such as `hedging-opentelemetry`) as an attribute. Use a short,
+    /// fixed name per kind of call (`"user-reads"`), not a per-request value.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
 
     /// The most copies a call may start, the original included. Clamped to
     /// `1..=`[`MAX_COPIES`](Self::MAX_COPIES): `0` becomes `1`, which turns hedging off.
@@ -454,6 +473,7 @@ impl<T> PolicyBuilder<T> {
     /// [`ManualTimer`](crate::timer::ManualTimer) in tests.
     pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
         PolicyBuilder {
+            name: self.name,
             max_copies: self.max_copies,
             delays: self.delays,
             max_delay: self.max_delay,
@@ -496,6 +516,7 @@ impl<T> PolicyBuilder<T> {
         };
         Policy {
             shared: Arc::new(Shared {
+                name: self.name,
                 max_copies: self.max_copies,
                 schedule: Schedule { delays, max_delay },
                 hedge_probability: self.hedge_probability,
@@ -517,6 +538,7 @@ impl<T> PolicyBuilder<T> {
 impl<T: Clone> Clone for PolicyBuilder<T> {
     fn clone(&self) -> Self {
         PolicyBuilder {
+            name: self.name,
             max_copies: self.max_copies,
             delays: self.delays.clone(),
             max_delay: self.max_delay,
@@ -536,6 +558,7 @@ impl<T: Clone> Clone for PolicyBuilder<T> {
 impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PolicyBuilder")
+            .field("name", &self.name)
             .field("max_copies", &self.max_copies)
             .field("delays", &self.delays)
             .field("max_delay", &self.max_delay)
