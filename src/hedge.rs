@@ -693,8 +693,9 @@ impl<T, E> Race<T, E> {
                     .schedule
                     .due(self.launched.into(), self.last_start, first_start)
                 {
-                    Some(due) => Due::At(due),
-                    None => Due::Never,
+                    // A due time that saturated is past the end of time: it never comes.
+                    Some(due) if due < Duration::MAX => Due::At(due),
+                    _ => Due::Never,
                 };
         }
         match self.next_due {

@@ -356,6 +356,28 @@ fn delay_fn_none_stops_timed_copies_but_not_failover() {
     );
 }
 
+#[test]
+fn a_hedge_due_at_the_end_of_time_arms_no_timer() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(1, 1)]);
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(Duration::MAX)
+        .timer(timer.clone())
+        .build();
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(
+        (timer.sleeps_created(), timer.next_deadline()),
+        (1, None),
+        "only the copy's own sleep: a deadline that never comes is not armed"
+    );
+    timer.advance(Duration::MAX);
+    assert_eq!(call.poll_if_woken(), None);
+    assert_eq!(backend.started(), 1);
+}
+
 // --- Parallelism cap -----------------------------------------------------------------
 
 #[test]
