@@ -81,10 +81,13 @@ impl<T> Policy<T> {
     /// [`adaptive_delay`](PolicyBuilder::adaptive_delay). `None` in the
     /// [`fallback`](PolicyBuilder::fallback) and [`delay_fn`](PolicyBuilder::delay_fn)
     /// modes.
-    pub fn delay(&self) -> Option<Duration> {
+    pub fn delay(&self) -> Option<Duration>
+    where
+        T: Timer,
+    {
         match &self.shared.schedule.delays {
             Delays::Fixed(delay) => Some(*delay),
-            Delays::Adaptive(tracker) => Some(tracker.delay()),
+            Delays::Adaptive(tracker) => Some(tracker.delay(self.shared.timer.now())),
             Delays::Fallback | Delays::PerCopy(_) => None,
         }
     }
@@ -404,6 +407,9 @@ impl<T> PolicyBuilder<T> {
     /// The shortest adaptive delay. Default 1 ms: timers are not precise below that. Applies
     /// to [`adaptive_delay`](Self::adaptive_delay) only; a `min_delay` above
     /// [`max_delay`](Self::max_delay) raises `max_delay` to it.
+    ///
+    /// The adaptive delay holds at most `u64::MAX - 1` nanoseconds (about 584 years): a
+    /// longer `min_delay` or `max_delay` is clamped to that, so both stay exact bounds.
     pub fn min_delay(mut self, min_delay: Duration) -> Self {
         self.min_delay = min_delay;
         self

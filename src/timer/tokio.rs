@@ -86,9 +86,7 @@ impl Timer for TokioTimer {
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
         let now = Instant::now();
         // `Instant + Duration` panics on overflow; saturate as `sleep` does.
-        let deadline = now
-            .checked_add(after)
-            .unwrap_or_else(|| now + FAR_FUTURE);
+        let deadline = now.checked_add(after).unwrap_or_else(|| now + FAR_FUTURE);
         sleep.reset(deadline);
     }
 }
