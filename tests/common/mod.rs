@@ -273,6 +273,9 @@ impl<F: Future> Driver<F> {
     }
 }
 
+/// A hedged call, boxed.
+pub type LocalCall = Pin<Box<dyn Future<Output = Result<usize, usize>>>>;
+
 /// The two calls of the huge-delay scenario every timer must survive: a delay of
 /// `Duration::MAX` re-arms the call's one sleep past the end of time, which must never
 /// fire and never panic.
@@ -285,10 +288,7 @@ impl<F: Future> Driver<F> {
 /// Each call must return `Ok(1)` after starting exactly one hedge.
 pub fn huge_delay_calls<T: Timer + Send + Sync + 'static>(
     timer: &T,
-) -> Vec<(
-    hedging::Policy<T>,
-    Pin<Box<dyn Future<Output = Result<usize, usize>>>>,
-)> {
+) -> Vec<(hedging::Policy<T>, LocalCall)> {
     let failing_then_late = hedging::Policy::builder()
         .max_copies(3)
         .delay(Duration::MAX)
