@@ -111,7 +111,8 @@ impl<T> Policy<T> {
         self.shared.counters.snapshot()
     }
 
-    /// Starts the counters again from zero. Calls in flight finish into the new count.
+    /// Starts the counters again from zero. Calls in flight are counted, with their
+    /// outcome, in the new count when they end.
     pub fn reset_stats(&self) {
         self.shared.counters.reset();
     }
@@ -602,13 +603,10 @@ impl<T> Shared<T> {
         let Some(linked) = &self.budget else {
             return Ok(false);
         };
-        let calls = self.counters.total(Counter::Calls);
+        let calls = self.counters.calls();
         let credited = linked.credited_calls.fetch_max(calls, Relaxed);
         linked.budget.deposit_calls(calls.saturating_sub(credited));
-        linked
-            .budget
-            .withdraw()
-            .inspect_err(|_| self.budget_refused())
+        linked.budget.withdraw()
     }
 
     /// Gives back `copies` slots of the budget's `max_outstanding`.
@@ -619,9 +617,9 @@ impl<T> Shared<T> {
         }
     }
 
-    /// The one place a budget refusal is recorded.
+    /// The one place a budget refusal is recorded, once per copy refused.
     #[cold]
-    fn budget_refused(&self) {
+    pub(crate) fn budget_refused(&self) {
         self.counters.add(&[Counter::BudgetDenied]);
     }
 
@@ -637,10 +635,13 @@ impl<T> Shared<T> {
 
 /// A snapshot of a policy's counters; see [`Policy::stats`].
 ///
-/// Once no call is in flight, `calls == wins + failures + cancelled`.
+/// A call is counted once, where it ends, together with its outcome: `calls == wins +
+/// failures + cancelled` in every snapshot, across [`Policy::reset_stats`] too. Calls in
+/// flight are not counted yet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Stats {
-    /// Calls polled at least once.
+    /// Calls that ended: returned (`wins + failures`), or were dropped after their first
+    /// poll (`cancelled`).
     pub calls: u64,
     /// Calls that returned a result whose verdict was [`Win`](crate::Verdict::Win).
     pub wins: u64,
@@ -653,15 +654,16 @@ pub struct Stats {
     pub hedges: u64,
     /// Calls won by a copy other than the first.
     pub hedge_wins: u64,
-    /// Copies beyond the first that the policy's [`Budget`] refused to start.
+    /// Copies beyond the first that the policy's [`Budget`] refused to start: a copy
+    /// refused when due and again after a failure counts once.
     pub budget_denied: u64,
 }
 
-/// One counter of [`Stats`], as an index into a [`Shard`].
+/// One counter of [`Stats`], as an index into a [`Shard`]. There is no counter of calls:
+/// a call is counted once, where it ends, by its outcome.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Counter {
-    Calls = 0,
-    Wins,
+    Wins = 0,
     Failures,
     Cancelled,
     Hedges,
@@ -669,7 +671,7 @@ pub(crate) enum Counter {
     BudgetDenied,
 }
 
-const COUNTERS: usize = 7;
+const COUNTERS: usize = 6;
 
 /// One set of counters, alone on its cache line so threads do not share lines.
 #[repr(align(128))]
@@ -742,19 +744,31 @@ impl Counters {
             let index = counter as usize;
             totals[index].saturating_sub(baseline[index])
         };
+        let (wins, failures, cancelled) = (
+            value(Counter::Wins),
+            value(Counter::Failures),
+            value(Counter::Cancelled),
+        );
         Stats {
-            calls: value(Counter::Calls),
-            wins: value(Counter::Wins),
-            failures: value(Counter::Failures),
-            cancelled: value(Counter::Cancelled),
+            calls: wins + failures + cancelled,
+            wins,
+            failures,
+            cancelled,
             hedges: value(Counter::Hedges),
             hedge_wins: value(Counter::HedgeWins),
             budget_denied: value(Counter::BudgetDenied),
         }
     }
 
+    /// Calls ended so far, ignoring resets.
+    pub(crate) fn calls(&self) -> u64 {
+        [Counter::Wins, Counter::Failures, Counter::Cancelled]
+            .into_iter()
+            .fold(0, |calls, outcome| calls.wrapping_add(self.total(outcome)))
+    }
+
     /// One counter summed over every shard, ignoring resets.
-    pub(crate) fn total(&self, counter: Counter) -> u64 {
+    fn total(&self, counter: Counter) -> u64 {
         let index = counter as usize;
         let total = self.overflow.0[index].load(Relaxed);
         #[cfg(feature = "std")]
