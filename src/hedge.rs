@@ -13,7 +13,8 @@ use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 use crate::ext::Factory;
-use crate::policy::{AsPolicy, Counter, Shared};
+use crate::policy::{AsPolicy, Shared};
+use crate::shard::Counter;
 use crate::timer::Timer;
 
 #[cfg(feature = "std")]

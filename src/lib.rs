@@ -99,6 +99,7 @@ mod ext;
 mod hedge;
 mod policy;
 mod schedule;
+mod shard;
 pub mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
@@ -109,4 +110,5 @@ pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::budget::Budget;
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
 pub use crate::hedge::Hedge;
-pub use crate::policy::{AsPolicy, Policy, PolicyBuilder, Stats};
+pub use crate::policy::{AsPolicy, Policy, PolicyBuilder};
+pub use crate::shard::Stats;

@@ -395,9 +395,7 @@ fn hedges_alive_never_exceed_max_outstanding_across_threads() {
                     // the third poll; 3: the call is dropped after one poll.
                     let plan = (n + thread) % 4;
                     let make = |attempt: Attempt| {
-                        let guard = attempt
-                            .is_hedge()
-                            .then(|| AliveHedge::new(&alive, &most));
+                        let guard = attempt.is_hedge().then(|| AliveHedge::new(&alive, &most));
                         let mut polls = 0;
                         future::poll_fn(move |_| {
                             let _alive = &guard;
