@@ -332,6 +332,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
 
     /// Polls every copy in flight in index order, settling each that finished; stops at
     /// the first that ends the race.
+    #[inline(always)]
     fn poll_each<K, Cl, Tm>(
         mut self: Pin<&mut Self>,
         race: &mut Race<K::Ok, K::Error>,

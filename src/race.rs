@@ -295,7 +295,7 @@ impl<T, E> Race<T, E> {
     }
 
     /// What to do next, given the copies in flight and when the oldest of them started.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
         &mut self,
         shared: &Shared<Tm>,
@@ -334,21 +334,14 @@ impl<T, E> Race<T, E> {
             None
         };
         let armed_at = times.armed_at;
-        // A deadline that saturated is past the end of time: it never comes.
-        let attempt_deadline = deadlines
-            .attempt()
-            .zip(oldest_start)
-            .map(|(attempt, started)| started.saturating_add(attempt))
-            .filter(|deadline| *deadline < Duration::MAX);
+        let attempt_deadline = match (deadlines.attempt(), oldest_start) {
+            (Some(attempt), Some(started)) => deadline(started, attempt),
+            _ => None,
+        };
         let total_deadline = deadlines
             .total()
-            .map(|total| first_start.saturating_add(total))
-            .filter(|deadline| *deadline < Duration::MAX);
-        let earliest = [due, attempt_deadline, total_deadline]
-            .into_iter()
-            .flatten()
-            .min();
-        let Some(earliest) = earliest else {
+            .and_then(|total| deadline(first_start, total));
+        let Some(earliest) = sooner(sooner(due, attempt_deadline), total_deadline) else {
             return if self.in_flight == 0 {
                 // Held by a pushback to the end of time: nothing will ever start.
                 Next::End(self.give_up())
@@ -671,7 +664,7 @@ impl<T, E> Race<T, E> {
     /// Records the end of the race once the poller dropped its copies (all of them, or
     /// all but a stream's winner): the original's latency, the budget slots, the stats.
     /// `original_alive`: whether the original was still running when the race ended.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn conclude<Tm: Timer>(
         &mut self,
         shared: &Shared<Tm>,
@@ -721,6 +714,24 @@ impl<T, E> Race<T, E> {
             self.permits = 0;
         }
         shared.counters.add(&[Counter::Cancelled]);
+    }
+}
+
+/// `after` past `start`, or `None` if that saturates: past the end of time, it never comes.
+#[inline]
+fn deadline(start: Duration, after: Duration) -> Option<Duration> {
+    start
+        .checked_add(after)
+        .filter(|deadline| *deadline < Duration::MAX)
+}
+
+/// The sooner of two deadlines, either of which may be missing.
+#[inline]
+fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }
 
