@@ -11,9 +11,9 @@ use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 use crate::copies::{Contest, Copies, Opening};
-use crate::ext::Factory;
+use crate::factory::Factory;
 use crate::policy::{AsPolicy, Shared};
-use crate::race::{End, Finished, Phase, Race};
+use crate::race::{Call, End, Finished, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 use crate::timer::Timer;
 
@@ -373,22 +373,5 @@ impl<F: Factory, P: AsPolicy, C, D> fmt::Debug for Hedge<F, P, C, D> {
             .field("max_copies", &race.max_copies())
             .field("launched", &race.launched())
             .finish_non_exhaustive()
-    }
-}
-
-/// The policy a call runs under and the race's bookkeeping; counts the call as
-/// cancelled if it is dropped mid-race.
-pub(crate) struct Call<P: AsPolicy, T, E> {
-    pub(crate) policy: P,
-    pub(crate) race: Race<T, E>,
-}
-
-impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
-    // A finished call pays one check; only a cancelled one reaches the counters.
-    #[inline]
-    fn drop(&mut self) {
-        if self.race.phase == Phase::Running {
-            self.race.cancel(self.policy.as_policy().shared());
-        }
     }
 }

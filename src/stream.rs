@@ -11,10 +11,9 @@ use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 use crate::copies::{Contest, Copies, Opening};
-use crate::ext::StreamFactory;
-use crate::hedge::Call;
+use crate::factory::StreamFactory;
 use crate::policy::AsPolicy;
-use crate::race::{End, Phase, Race};
+use crate::race::{Call, End, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 use crate::timer::Timer;
 
