@@ -2,7 +2,7 @@
 //! against a loopback hyper server that stalls the first request to each path. The
 //! server counts the copies; time bounds are generous (the machine may be busy).
 
-#[path = "../examples/latency/loopback.rs"]
+#[path = "../examples/hedged_range_reads/loopback.rs"]
 mod loopback;
 
 use std::collections::HashMap;

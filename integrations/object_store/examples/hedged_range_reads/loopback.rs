@@ -1,6 +1,6 @@
 //! A loopback HTTP object server that `object_store::http::HttpStore` can read (GET with
 //! byte ranges, HEAD), stalling chosen requests, and the latency summary the example
-//! prints. Shared by `examples/latency` and `tests/http_store.rs`.
+//! prints. Shared by `examples/hedged_range_reads` and `tests/http_store.rs`.
 #![allow(dead_code)]
 
 use std::collections::HashMap;

@@ -4,7 +4,7 @@
 //! received.
 //!
 //! ```sh
-//! cargo run --release -p hedging-opentelemetry --example latency [-- CALLS DELAY_MS]
+//! cargo run --release -p hedging-opentelemetry --example hedge_metrics [-- CALLS DELAY_MS]
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -4,7 +4,7 @@
 //! Prints the latency table of each run.
 //!
 //! ```sh
-//! cargo run --release -p hedging-object-store --example latency [-- READS DELAY_MS]
+//! cargo run --release -p hedging-object-store --example hedged_range_reads [-- READS DELAY_MS]
 //! ```
 
 mod loopback;
