@@ -21,7 +21,7 @@
 //! `hedging.policy.name` (the policy's [`name`](hedging::PolicyBuilder::name); absent
 //! when it has none).
 //!
-//! | instrument | unit | attributes | [`Stats`](hedging::Stats) field |
+//! | instrument | unit | attributes | `Stats` field |
 //! |---|---|---|---|
 //! | `hedging.calls` | `{call}` | `hedging.outcome` = `win` | `wins` |
 //! | `hedging.calls` | `{call}` | `hedging.outcome` = `failure` | `failures` |
