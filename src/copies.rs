@@ -222,7 +222,9 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                     let deadline = race.fired();
                     clock.fired_at(deadline);
                 }
-                Next::Expire { cutoff } => self.as_mut().expire(race, cutoff, deadlines, shared),
+                Next::Expire { now, attempt } => {
+                    self.as_mut().expire(race, now, attempt, deadlines, shared);
+                }
                 Next::Start(attempt) => {
                     let launched = self
                         .as_mut()
@@ -358,21 +360,23 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         }
     }
 
-    /// Drops the copies in flight that started at or before `cutoff`: their attempt
-    /// timeout passed. Copies start in index order, so the first younger one stops it.
+    /// Drops the copies in flight whose `attempt` timeout passed by `now`. Copies start
+    /// in index order, so the first younger one stops it.
     fn expire<T, E, D, Tm>(
         self: Pin<&mut Self>,
         race: &mut Race<T, E>,
-        cutoff: Duration,
+        now: Duration,
+        attempt: Duration,
         deadlines: &D,
         shared: &Shared<Tm>,
     ) where
         D: Deadlines<E>,
         Tm: Timer,
     {
+        let timed_out = |started: Duration| started.saturating_add(attempt) <= now;
         let mut this = self.project();
         if this.original.is_some() {
-            if race.first_start().is_some_and(|started| started > cutoff) {
+            if !timed_out(race.first_start().unwrap_or_default()) {
                 return;
             }
             this.original.set(None);
@@ -381,7 +385,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         let slab = this.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if slot.copy.is_some() {
-                if slot.started > cutoff {
+                if !timed_out(slot.started) {
                     return;
                 }
                 slot.copy = None;

@@ -51,9 +51,10 @@ pub(crate) enum Next<T, E> {
     /// Start copy `attempt.index()` now: ask [`Race::admit`], make it, then report
     /// [`Race::started`] or [`Race::declined`].
     Start(Attempt),
-    /// Drop every copy in flight that started at or before `cutoff`, in index order, and
-    /// report each with [`Race::timed_out`]: their attempt timeout passed.
-    Expire { cutoff: Duration },
+    /// Drop every copy in flight whose attempt timeout passed by `now` (it started
+    /// `attempt` or more before), in index order, and report each with
+    /// [`Race::timed_out`].
+    Expire { now: Duration, attempt: Duration },
     /// Poll the timer: re-armed first to fire `after` from now when `rearm` is set, and
     /// reported with [`Race::fired`] if it fired.
     Sleep { rearm: Option<Duration> },
@@ -285,13 +286,16 @@ impl<T, E> Race<T, E> {
         } else {
             None
         };
+        // A deadline that saturated is past the end of time: it never comes.
         let attempt_deadline = deadlines
             .attempt()
             .zip(oldest_start)
-            .map(|(attempt, started)| started.saturating_add(attempt));
+            .map(|(attempt, started)| started.saturating_add(attempt))
+            .filter(|deadline| *deadline < Duration::MAX);
         let total_deadline = deadlines
             .total()
-            .map(|total| first_start.saturating_add(total));
+            .map(|total| first_start.saturating_add(total))
+            .filter(|deadline| *deadline < Duration::MAX);
         let earliest = [due, attempt_deadline, total_deadline]
             .into_iter()
             .flatten()
@@ -313,9 +317,7 @@ impl<T, E> Race<T, E> {
         }
         if let (Some(attempt), Some(deadline)) = (deadlines.attempt(), attempt_deadline) {
             if now >= deadline {
-                return Next::Expire {
-                    cutoff: now.saturating_sub(attempt),
-                };
+                return Next::Expire { now, attempt };
             }
         }
         if let Some(due) = due.filter(|due| *due <= now) {
