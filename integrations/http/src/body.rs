@@ -28,8 +28,8 @@ pub(crate) const DEFAULT_MAX_REPLAY_BYTES: usize = 64 * 1024;
 /// Its data is [`Bytes`], so it fits any client that takes a generic body (a hyper-util
 /// `Client<C, ReplayBody<B>>`); in front of a tonic `Channel`, map it into tonic's body:
 ///
-/// ```ignore
-/// .map_request(|r: http::Request<_>| r.map(tonic::body::Body::new))
+/// ```text
+/// .map_request(|r: http::Request<ReplayBody<tonic::body::Body>>| r.map(tonic::body::Body::new))
 /// ```
 pub struct ReplayBody<B: Body> {
     state: State<B>,

@@ -186,7 +186,9 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let hedged = self.methods.contains(request.method())
+        // A call that cannot hedge leaves its body alone.
+        let hedged = self.policy.max_copies() > 1
+            && self.methods.contains(request.method())
             && request.extensions().get::<NoHedge>().is_none();
         let max_replay_bytes = self.max_replay_bytes;
         let request = request.map(|body| match hedged {

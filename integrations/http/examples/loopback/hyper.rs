@@ -129,8 +129,15 @@ impl Server {
     }
 }
 
-/// A pooled HTTP/1 client (keep-alive, TCP nodelay, no TLS).
+/// A pooled HTTP/1 client (keep-alive, TCP nodelay, no TLS) for the hedging layer.
 pub fn client() -> Client {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// The same client taking the request body as it is, for calls without the layer.
+pub fn plain_client() -> hyper_util::client::legacy::Client<HttpConnector, RequestBody> {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)

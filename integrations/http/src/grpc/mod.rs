@@ -1,4 +1,53 @@
-//! gRPC hedging as in gRPC's design A6, at the HTTP layer: [`GrpcHedgeLayer`].
+//! gRPC hedging as in gRPC's design A6 ("gRPC Retry Design", its hedging policy), at the
+//! HTTP layer: [`GrpcHedgeLayer`]. It reads `grpc-status` as an integer and depends on
+//! no gRPC library, so it fits tonic (see the [crate docs](crate#grpc-with-tonic)) and any
+//! other client that speaks gRPC over `http::Request`.
+//!
+//! # A6, as implemented here
+//!
+//! | A6 | here |
+//! |---|---|
+//! | `hedgingPolicy.maxAttempts` (capped at 5 client-side) | the policy's `max_copies`, capped at [`MAX_ATTEMPTS`] |
+//! | `hedgingDelay` | the policy's `delay` (or any schedule the policy has) |
+//! | `nonFatalStatusCodes` | [`non_fatal_codes`](GrpcHedgeLayer::non_fatal_codes), default `[14]` |
+//! | hedging only the methods the config names | [`methods`](GrpcHedgeLayer::methods), [`all_methods`](GrpcHedgeLayer::all_methods) |
+//! | commit on Response-Headers | a response without `grpc-status` in its headers wins; the loser copies are dropped (their streams reset) |
+//! | a non-fatal status starts the next copy at once | [`Verdict::RetryAfter(Duration::ZERO)`](hedging::Verdict::RetryAfter), even while other copies run |
+//! | a fatal status cancels the others | [`Verdict::Fatal`](hedging::Verdict::Fatal) |
+//! | `grpc-retry-pushback-ms` ≥ 0: the next copy after it | [`Verdict::RetryAfter`](hedging::Verdict::RetryAfter) |
+//! | pushback negative or malformed: no more copies | [`Verdict::Stop`](hedging::Verdict::Stop); copies in flight go on |
+//! | `grpc-previous-rpc-attempts` on every copy after the first | yes |
+//! | the call's deadline spans every attempt | each copy's `grpc-timeout` is what is left of the call's; no copy starts once it has run out |
+//! | `retryThrottling` (`maxTokens`, `tokenRatio`) | the core's `Budget::throttling(max_tokens, token_ratio)`, given to the policy |
+//! | buffer limits; a call that outgrows them commits | [`max_replay_bytes`](GrpcHedgeLayer::max_replay_bytes): a larger or still-streaming request body is sent once |
+//!
+//! Not implemented: A6's `retryPolicy` (retries with exponential backoff and
+//! `retryableStatusCodes`: this crate hedges); transparent retries (a transport error
+//! here is a failed copy, counted against `maxAttempts` and throttling, as
+//! `UNAVAILABLE`); per-method policies read from service config JSON (build one layer
+//! per policy); sending hedges to distinct backends (the inner service's load balancer
+//! decides); `grpc-previous-rpc-attempts` in the response metadata the caller sees.
+//!
+//! # Retry throttling
+//!
+//! A6's `"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}` is a budget shared
+//! by every policy that calls one server:
+//!
+//! ```
+//! use std::time::Duration;
+//! use hedging::{timer::TokioTimer, Budget, Policy};
+//! use hedging_http::grpc::GrpcHedgeLayer;
+//!
+//! let throttling = Budget::throttling(10.0, 0.1);
+//! let policy = Policy::builder()
+//!     .max_copies(3)
+//!     .delay(Duration::from_millis(10))
+//!     .budget(&throttling)
+//!     .timer(TokioTimer::new())
+//!     .build();
+//! let layer = GrpcHedgeLayer::new(policy).methods(["shop.Catalog"]);
+//! # let _ = layer;
+//! ```
 
 mod methods;
 mod status;
@@ -208,7 +257,9 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let hedged = self.methods.contains(request.uri().path())
+        // A call that cannot hedge leaves its body alone.
+        let hedged = self.policy.max_copies() > 1
+            && self.methods.contains(request.uri().path())
             && request.extensions().get::<NoHedge>().is_none();
         let max_replay_bytes = self.max_replay_bytes;
         let mut request = request.map(|body| match hedged {
