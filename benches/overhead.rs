@@ -441,9 +441,11 @@ fn pending_once_cases(suite: &mut Suite) {
 
     // Hedging off: one copy, pending once. No timer is armed, so it is compared with bare.
     let one = policy(1, FuturesTimer);
-    suite.hedged_case(("pending_once/hedging_1_copy", BARE, None, None), &one, || {
-        drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(&one))
-    });
+    suite.hedged_case(
+        ("pending_once/hedging_1_copy", BARE, None, None),
+        &one,
+        || drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(&one)),
+    );
 
     let row = (
         "pending_once/hedging_futures_timer",

@@ -41,6 +41,9 @@ const STRIPE_LEN: usize = SLOTS as usize * BUCKETS;
 const SLOTS_PER_WINDOW: u32 = (SLOTS - 1) as u32;
 /// The cached delay before enough samples exist.
 const NO_ESTIMATE: u64 = u64::MAX;
+/// The longest delay the estimate holds (`u64::MAX - 1` nanoseconds, about 584 years):
+/// `min_delay` and `max_delay` are clamped to it, so they bound the estimate exactly.
+pub(crate) const MAX_ESTIMATE: Duration = Duration::from_nanos(NO_ESTIMATE - 1);
 
 /// The bucket of a latency, counted in whole microseconds.
 #[inline]
@@ -105,6 +108,8 @@ impl LatencyTracker {
     ) -> Self {
         let window_nanos = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
         let slot_nanos = (window_nanos / u64::from(SLOTS_PER_WINDOW)).max(1);
+        let min_delay = min_delay.min(MAX_ESTIMATE);
+        let max_delay = max_delay.clamp(min_delay, MAX_ESTIMATE);
         LatencyTracker {
             config,
             fallback: fallback.clamp(min_delay, max_delay),
@@ -120,10 +125,18 @@ impl LatencyTracker {
         }
     }
 
-    /// The hedge delay now: the tracked quantile of the last window, bounded by
-    /// `min_delay..=max_delay`, or the fallback while the window holds too few samples.
+    /// The hedge delay at `now` (the policy's clock): the tracked quantile of the window
+    /// before `now`, bounded by `min_delay..=max_delay`, or the fallback while that window
+    /// holds too few samples.
+    ///
+    /// A read past the slot being filled moves the ring first, as a recording would, so
+    /// an estimate never outlives its window: after an idle gap the fallback returns.
     #[inline]
-    pub(crate) fn delay(&self) -> Duration {
+    pub(crate) fn delay(&self, now: Duration) -> Duration {
+        let now_nanos = nanos(now);
+        if now_nanos >= self.slot_end_nanos.load(Relaxed) {
+            self.rotate(now_nanos / self.slot_nanos);
+        }
         match self.estimate_nanos.load(Relaxed) {
             NO_ESTIMATE => self.fallback,
             nanos => Duration::from_nanos(nanos),
@@ -195,9 +208,8 @@ impl LatencyTracker {
         };
         let estimate = quantile_micros(count_at, self.config.quantile, self.config.min_samples)
             .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
-        let nanos = estimate.map_or(NO_ESTIMATE, |delay| {
-            u64::try_from(delay.as_nanos()).unwrap_or(NO_ESTIMATE - 1)
-        });
+        // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
+        let nanos = estimate.map_or(NO_ESTIMATE, nanos);
         self.estimate_nanos.store(nanos, Relaxed);
     }
 }
@@ -214,7 +226,7 @@ fn nanos(time: Duration) -> u64 {
 #[inline]
 fn stripe() -> usize {
     #[cfg(feature = "std")]
-    return crate::policy::thread_slot::current().map_or(0, |slot| slot % STRIPES);
+    return crate::shard::thread_slot::current().map_or(0, |slot| slot % STRIPES);
     #[cfg(not(feature = "std"))]
     return 0;
 }
@@ -252,7 +264,7 @@ impl fmt::Debug for LatencyTracker {
             .field("window", &self.config.window)
             .field("min_delay", &self.min_delay)
             .field("max_delay", &self.max_delay)
-            .field("delay", &self.delay())
+            .field("estimate", &self.estimate_nanos.load(Relaxed))
             .finish()
     }
 }
@@ -300,13 +312,10 @@ mod tests {
         for _ in 0..100 {
             tracker.record(2 * MS, Duration::ZERO);
         }
-        assert_eq!(tracker.delay(), 10 * MS, "no slot has completed yet");
+        assert_eq!(tracker.delay(MS), 10 * MS, "no slot has completed yet");
         tracker.record(2 * MS, 1000 * MS);
-        assert!(
-            (2 * MS..=2 * MS + MS / 16).contains(&tracker.delay()),
-            "{:?}",
-            tracker.delay()
-        );
+        let delay = tracker.delay(1000 * MS);
+        assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
     }
 
     #[test]
@@ -316,7 +325,7 @@ mod tests {
             tracker.record(2 * MS, Duration::ZERO);
         }
         tracker.record(2 * MS, 1000 * MS);
-        assert_eq!(tracker.delay(), 10 * MS);
+        assert_eq!(tracker.delay(1000 * MS), 10 * MS);
     }
 
     #[test]
@@ -325,9 +334,9 @@ mod tests {
         for latency in 1..=100u64 {
             tracker.record(Duration::from_micros(latency * 100), Duration::ZERO);
         }
-        tracker.record(MS, 1000 * MS);
-        // The 95th of 100 values, 9.5 ms, rounded up to its bucket's edge.
-        let delay = tracker.delay();
+        // The 95th of 100 values, 9.5 ms, rounded up to its bucket's edge: read once the
+        // slot completed, with no recording since.
+        let delay = tracker.delay(1000 * MS);
         assert!(
             (Duration::from_micros(9_500)..=Duration::from_micros(9_500 + 9_500 / 16))
                 .contains(&delay),
@@ -345,7 +354,8 @@ mod tests {
         for slot in 1..=5u32 {
             tracker.record(8 * MS, slot * 1000 * MS);
         }
-        assert!(tracker.delay() >= 8 * MS, "{:?}", tracker.delay());
+        let delay = tracker.delay(5000 * MS);
+        assert!(delay >= 8 * MS, "{delay:?}");
     }
 
     #[test]
@@ -353,8 +363,41 @@ mod tests {
         let tracker = tracker(0.5, 1);
         tracker.record(MS, Duration::ZERO);
         tracker.record(MS, 1000 * MS);
-        assert!(tracker.delay() < 2 * MS);
+        assert!(tracker.delay(1000 * MS) < 2 * MS);
         tracker.record(MS, 100_000 * MS);
-        assert_eq!(tracker.delay(), 10 * MS, "an empty window falls back");
+        assert_eq!(
+            tracker.delay(100_000 * MS),
+            10 * MS,
+            "an empty window falls back"
+        );
+    }
+
+    #[test]
+    fn a_read_after_an_idle_window_falls_back_without_a_recording() {
+        let tracker = tracker(0.5, 1);
+        tracker.record(MS, Duration::ZERO);
+        assert!(tracker.delay(1000 * MS) < 2 * MS);
+        // Still within the window of the last sample: kept.
+        assert!(tracker.delay(4999 * MS) < 2 * MS);
+        // A whole window later, with nothing recorded since: forgotten.
+        assert_eq!(tracker.delay(5000 * MS), 10 * MS);
+    }
+
+    #[test]
+    fn bounds_beyond_the_estimate_range_are_clamped_to_it() {
+        let config = AdaptiveConfig {
+            quantile: 0.5,
+            min_samples: 1,
+            window: 4 * MS * 1000,
+        };
+        let huge = Duration::from_secs(u64::MAX);
+        let tracker = LatencyTracker::new(config, 10 * MS, huge, Duration::MAX);
+        assert_eq!(tracker.delay(Duration::ZERO), MAX_ESTIMATE);
+        tracker.record(MS, Duration::ZERO);
+        assert_eq!(
+            tracker.delay(1000 * MS),
+            MAX_ESTIMATE,
+            "the bound holds exactly"
+        );
     }
 }

@@ -42,10 +42,11 @@ const UNCAPPED: u64 = u64::MAX;
 ///
 /// # When deposits land
 ///
-/// A call that needs no hedge does no work for the budget: a policy credits the calls it
-/// made since its last credit (from its call counter) when it next considers a hedge. For
-/// one policy this is exactly a deposit per call capped at the burst; with several policies
-/// sharing a budget, a policy's deposits wait until it next considers a hedge.
+/// A call that needs no hedge does no work for the budget: a policy credits the calls that
+/// ended since its last credit (from its stats) when it next considers a hedge. For one
+/// policy this is exactly a deposit per call capped at the burst, made once the call
+/// ended; with several policies sharing a budget, a policy's deposits wait until it next
+/// considers a hedge.
 #[derive(Clone)]
 pub struct Budget {
     inner: Arc<Inner>,

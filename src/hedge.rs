@@ -13,7 +13,8 @@ use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 use crate::ext::Factory;
-use crate::policy::{AsPolicy, Counter, Shared};
+use crate::policy::{AsPolicy, Shared};
+use crate::shard::Counter;
 use crate::timer::Timer;
 
 #[cfg(feature = "std")]
@@ -191,11 +192,11 @@ where
                     match (finished, verdict) {
                         (Finished::Output(result), Some(Verdict::Win)) => {
                             race.phase = Phase::Done;
-                            shared.counters.add(&[Counter::Calls, Counter::Wins]);
+                            shared.counters.add(&[Counter::Wins]);
                             return Poll::Ready(result);
                         }
                         (finished, verdict) => {
-                            if let Some(end) = race.settle_as(0, finished, verdict) {
+                            if let Some(end) = race.settle_as(0, finished, verdict, shared) {
                                 return Poll::Ready(race.finish(copies, shared, end));
                             }
                         }
@@ -323,11 +324,6 @@ impl<Fut: Future, S: Future<Output = ()>> Copies<Fut, S> {
         poll_slot(slot, index, cx, catch, settle)
     }
 
-    /// How many copies beyond the first are in flight.
-    fn hedges_in_flight(&self) -> u8 {
-        self.hedges.in_flight()
-    }
-
     /// Holds the slot of a copy whose factory panicked, so later copies keep their index.
     fn push_empty(self: Pin<&mut Self>, max_copies: usize) {
         self.project().hedges.push(None, max_copies);
@@ -366,13 +362,6 @@ impl<Fut> Hedges<Fut> {
     /// The copies started so far beyond the first: empty until the first hedge.
     fn slots(&mut self) -> &mut [Option<Pin<Box<Fut>>>] {
         self.0.as_deref_mut().unwrap_or_default()
-    }
-
-    /// How many of them are in flight.
-    fn in_flight(&self) -> u8 {
-        let slots = self.0.as_deref().unwrap_or_default();
-        // At most 63: a call starts at most 64 copies.
-        slots.iter().filter(|slot| slot.is_some()).count() as u8
     }
 
     /// Adds the next copy's slot, making the slab at the first; returns the slot.
@@ -453,12 +442,7 @@ impl<P: AsPolicy, T, E> Call<P, T, E> {
         if self.race.permits > 0 {
             shared.release_slots(self.race.permits.into());
         }
-        let counters = &shared.counters;
-        if self.race.call_counted {
-            counters.add(&[Counter::Cancelled]);
-        } else {
-            counters.add(&[Counter::Calls, Counter::Cancelled]);
-        }
+        shared.counters.add(&[Counter::Cancelled]);
     }
 }
 
@@ -522,7 +506,9 @@ struct Race<T, E> {
     max_copies: u8,
     launched: u8,
     in_flight: u8,
-    call_counted: bool,
+    /// One more than the index of the copy the budget last refused, 0 if none: a copy
+    /// refused again (after a failure) is not counted twice.
+    refused: u8,
     /// When the original first said `Pending`; `None` until the call needs the time.
     first_start: Option<Duration>,
     /// When the newest copy started (its due time, when the clock started it).
@@ -546,7 +532,7 @@ impl<T, E> Race<T, E> {
             max_copies: 0,
             launched: 0,
             in_flight: 0,
-            call_counted: false,
+            refused: 0,
             first_start: None,
             last_start: Duration::ZERO,
             next_due: Due::Unknown,
@@ -577,14 +563,11 @@ impl<T, E> Race<T, E> {
         if !first_poll {
             // Poll every copy in flight; a win or a fatal error ends the race here.
             let settled = copies.as_mut().poll_each(cx, catch, |index, finished| {
-                self.settle(index, finished, classify)
+                self.settle(index, finished, classify, shared)
             });
             if let Some(end) = settled {
                 return Poll::Ready(self.finish(copies, shared, end));
             }
-        }
-        if self.permits > 0 {
-            self.sync_slots(shared, copies.hedges_in_flight());
         }
         // The first poll's one clock reading also arms the timer, as long as no copy
         // started since: a reading costs as much as the rest of the armed path.
@@ -600,7 +583,7 @@ impl<T, E> Race<T, E> {
                     let end = self.give_up();
                     return Poll::Ready(self.finish(copies, shared, end));
                 }
-                if !self.admit(shared, 0) {
+                if !self.admit(shared) {
                     let end = self.give_up();
                     return Poll::Ready(self.finish(copies, shared, end));
                 }
@@ -608,18 +591,18 @@ impl<T, E> Race<T, E> {
                 let now = timer.now();
                 self.start_clock(now);
                 let start = now.max(self.last_start);
-                if let Some(end) =
-                    self.launch(copies.as_mut(), factory, classify, shared, start, cx)
+                let copy = (start, now);
+                if let Some(end) = self.launch(copies.as_mut(), factory, classify, shared, copy, cx)
                 {
                     return Poll::Ready(self.finish(copies, shared, end));
                 }
                 continue;
             }
             if self.launched == self.max_copies {
-                return self.pending(shared);
+                return Poll::Pending;
             }
             let Some(due) = self.next_due(shared) else {
-                return self.pending(shared);
+                return Poll::Pending;
             };
             if !self.armed && due > self.last_start {
                 let now = match clock_read.take() {
@@ -632,34 +615,23 @@ impl<T, E> Race<T, E> {
                 }
             }
             if self.armed && copies.as_mut().poll_sleep(cx).is_pending() {
-                return self.pending(shared);
+                return Poll::Pending;
             }
-            if !self.admit(shared, copies.hedges_in_flight()) {
+            if !self.admit(shared) {
                 // Refused: no more timed copies for this call; a failure may still ask.
                 self.next_due = Due::Never;
                 continue;
             }
-            if let Some(end) = self.launch(copies.as_mut(), factory, classify, shared, due, cx) {
+            // The schedule is anchored to the due time; the attempt reports the real start.
+            let copy = (due, timer.now());
+            if let Some(end) = self.launch(copies.as_mut(), factory, classify, shared, copy, cx) {
                 return Poll::Ready(self.finish(copies, shared, end));
             }
         }
     }
 
-    /// Gives back the slots of copies that finished: under a capped budget every copy
-    /// beyond the first holds one while it is in flight.
-    #[cold]
-    fn sync_slots<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u8) {
-        if self.permits > hedges_in_flight {
-            shared.release_slots((self.permits - hedges_in_flight).into());
-            self.permits = hedges_in_flight;
-        }
-    }
-
     /// Asks the policy's budget for the next copy beyond the first; `false` when refused.
-    fn admit<Tm>(&mut self, shared: &Shared<Tm>, hedges_in_flight: u8) -> bool {
-        if self.permits > 0 {
-            self.sync_slots(shared, hedges_in_flight);
-        }
+    fn admit<Tm>(&mut self, shared: &Shared<Tm>) -> bool {
         match shared.admit_hedge() {
             Ok(false) => true,
             Ok(true) => {
@@ -667,6 +639,11 @@ impl<T, E> Race<T, E> {
                 true
             }
             Err(_) => {
+                // Refused again after a failure, the same copy is not counted twice.
+                if self.refused != self.launched + 1 {
+                    self.refused = self.launched + 1;
+                    shared.budget_refused();
+                }
                 crate::trace::budget_refused(self.launched.into(), self.max_copies.into());
                 false
             }
@@ -693,8 +670,9 @@ impl<T, E> Race<T, E> {
                     .schedule
                     .due(self.launched.into(), self.last_start, first_start)
                 {
-                    Some(due) => Due::At(due),
-                    None => Due::Never,
+                    // A due time that saturated is past the end of time: it never comes.
+                    Some(due) if due < Duration::MAX => Due::At(due),
+                    _ => Due::Never,
                 };
         }
         match self.next_due {
@@ -703,14 +681,15 @@ impl<T, E> Race<T, E> {
         }
     }
 
-    /// Starts copy `launched` at `start` and polls it once.
+    /// Starts copy `launched`, due at `start` and really started at `now`, and polls it
+    /// once.
     fn launch<F, C, S, Tm>(
         &mut self,
         copies: Pin<&mut Copies<F::Future, S>>,
         factory: &mut F,
         classify: &mut C,
         shared: &Shared<Tm>,
-        start: Duration,
+        (start, now): (Duration, Duration),
         cx: &mut Context<'_>,
     ) -> Option<End<T, E>>
     where
@@ -721,7 +700,7 @@ impl<T, E> Race<T, E> {
         let index = usize::from(self.launched);
         let max_copies = usize::from(self.max_copies);
         let first_start = self.first_start.unwrap_or(start);
-        let attempt = Attempt::new(index, max_copies, start.saturating_sub(first_start));
+        let attempt = Attempt::new(index, max_copies, now.saturating_sub(first_start));
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(&attempt);
         }
@@ -738,22 +717,23 @@ impl<T, E> Race<T, E> {
             Ok(copy) => copy,
             Err(panicked) => {
                 copies.push_empty(max_copies);
-                return self.settle(index, panicked, classify);
+                return self.settle(index, panicked, classify, shared);
             }
         };
         let catch = shared.catch_unwind;
         copies.push_and_poll(copy, index, max_copies, cx, catch, |index, finished| {
-            self.settle(index, finished, classify)
+            self.settle(index, finished, classify, shared)
         })
     }
 
     /// Books copy `index` as finished; `Some` when its verdict ends the race.
     #[inline]
-    fn settle<C: Classify<T, E>>(
+    fn settle<C: Classify<T, E>, Tm>(
         &mut self,
         index: usize,
         finished: Finished<Result<T, E>>,
         classify: &mut C,
+        shared: &Shared<Tm>,
     ) -> Option<End<T, E>> {
         let verdict = self.verdict(&finished, classify);
         match (finished, verdict) {
@@ -762,7 +742,7 @@ impl<T, E> Race<T, E> {
                 self.in_flight -= 1;
                 Some(End::Won { index, result })
             }
-            (finished, verdict) => self.settle_as(index, finished, verdict),
+            (finished, verdict) => self.settle_as(index, finished, verdict, shared),
         }
     }
 
@@ -782,13 +762,19 @@ impl<T, E> Race<T, E> {
 
     /// Books copy `index` as finished with `verdict` (from [`Race::verdict`]); `Some`
     /// when it ends the race.
-    fn settle_as(
+    fn settle_as<Tm>(
         &mut self,
         index: usize,
         finished: Finished<Result<T, E>>,
         verdict: Option<Verdict>,
+        shared: &Shared<Tm>,
     ) -> Option<End<T, E>> {
         self.in_flight -= 1;
+        if index > 0 && self.permits > 0 {
+            // A losing hedge is already dropped: its budget slot comes back now.
+            self.permits -= 1;
+            shared.release_slots(1);
+        }
         let (result, verdict) = match (finished, verdict) {
             (Finished::Output(result), Some(verdict)) => (result, verdict),
             #[cfg(feature = "std")]
@@ -859,13 +845,15 @@ impl<T, E> Race<T, E> {
                     tracker.record(now.saturating_sub(first_start), now);
                 }
             }
-            // Give back the budget's slots with the copies that held them.
-            if self.permits > 0 {
-                shared.release_slots(self.permits.into());
-                self.permits = 0;
-            }
         }
         copies.clear();
+        // Losers first, then their budget slots: a slot is held exactly while its copy lives.
+        if self.permits > 0 {
+            shared.release_slots(self.permits.into());
+            self.permits = 0;
+        }
+        // A failure kept in case no copy won goes with the other losers.
+        self.kept = None;
         self.phase = Phase::Done;
         let (outcome, hedge_win, result) = match end {
             End::Won { index, result } => {
@@ -883,22 +871,12 @@ impl<T, E> Race<T, E> {
         result
     }
 
-    /// Counts the call's end in one update: the call itself unless `pending` counted it,
-    /// its outcome, and a hedge win.
+    /// Counts the call where it ends, in one update: its outcome (which counts the call
+    /// too), and a hedge win.
     #[inline]
     fn record<Tm>(&self, shared: &Shared<Tm>, outcome: Counter, hedge_win: bool) {
-        let counters = [Counter::Calls, outcome, Counter::HedgeWins];
-        let first = usize::from(self.call_counted);
-        let last = if hedge_win { 3 } else { 2 };
-        shared.counters.add(&counters[first..last]);
-    }
-
-    /// Returns `Pending`, counting the call the first time.
-    fn pending<O, Tm>(&mut self, shared: &Shared<Tm>) -> Poll<O> {
-        if !self.call_counted {
-            self.call_counted = true;
-            shared.counters.add(&[Counter::Calls]);
-        }
-        Poll::Pending
+        let counters = [outcome, Counter::HedgeWins];
+        let last = if hedge_win { 2 } else { 1 };
+        shared.counters.add(&counters[..last]);
     }
 }

@@ -59,7 +59,7 @@
 //! | No lost wake-ups | A [`Hedge`] polled only when woken runs to completion. |
 //! | Hedge probability | [`hedge_probability(p)`](PolicyBuilder::hedge_probability) is rolled once per call; a miss runs the original alone. |
 //! | Hooks | [`on_hedge`](PolicyBuilder::on_hedge) runs synchronously just before each copy beyond the first starts. |
-//! | Stats | `hedges` counts copies started beyond the first; `hedge_wins` calls won by another copy than the first; once no call is in flight, `calls = wins + failures + cancelled`. |
+//! | Stats | `hedges` counts copies started beyond the first; `hedge_wins` calls won by another copy than the first; `budget_denied` copies the budget refused (each once, however often it asked). A call is counted once, where it ends, with its outcome: `calls = wins + failures + cancelled` in every snapshot, across `reset_stats` too. |
 //! | Panics | A panicking copy or factory unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy; a panicking `on_hedge` hook always unwinds. Dropping the unwound [`Hedge`] drops every copy and counts the call as cancelled. |
 //! | Poll after completion | Panics with a clear message; [`Hedge`] implements `FusedFuture`. |
 //!
@@ -99,6 +99,7 @@ mod ext;
 mod hedge;
 mod policy;
 mod schedule;
+mod shard;
 pub mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
@@ -109,4 +110,5 @@ pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::budget::Budget;
 pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
 pub use crate::hedge::Hedge;
-pub use crate::policy::{AsPolicy, Policy, PolicyBuilder, Stats};
+pub use crate::policy::{AsPolicy, Policy, PolicyBuilder};
+pub use crate::shard::Stats;

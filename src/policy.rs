@@ -1,7 +1,5 @@
 //! [`Policy`], its builder, and the [`Stats`] every call through it records.
 
-#[cfg(feature = "std")]
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -11,6 +9,7 @@ use crate::adaptive::{AdaptiveConfig, LatencyTracker};
 use crate::attempt::Attempt;
 use crate::budget::{Budget, Refused};
 use crate::schedule::{Delays, Schedule};
+use crate::shard::{Counter, Counters, Stats};
 use crate::timer::{DefaultTimer, Timer};
 
 /// The hook [`PolicyBuilder::on_hedge`] installs.
@@ -81,10 +80,13 @@ impl<T> Policy<T> {
     /// [`adaptive_delay`](PolicyBuilder::adaptive_delay). `None` in the
     /// [`fallback`](PolicyBuilder::fallback) and [`delay_fn`](PolicyBuilder::delay_fn)
     /// modes.
-    pub fn delay(&self) -> Option<Duration> {
+    pub fn delay(&self) -> Option<Duration>
+    where
+        T: Timer,
+    {
         match &self.shared.schedule.delays {
             Delays::Fixed(delay) => Some(*delay),
-            Delays::Adaptive(tracker) => Some(tracker.delay()),
+            Delays::Adaptive(tracker) => Some(tracker.delay(self.shared.timer.now())),
             Delays::Fallback | Delays::PerCopy(_) => None,
         }
     }
@@ -108,7 +110,8 @@ impl<T> Policy<T> {
         self.shared.counters.snapshot()
     }
 
-    /// Starts the counters again from zero. Calls in flight finish into the new count.
+    /// Starts the counters again from zero. Calls in flight are counted, with their
+    /// outcome, in the new count when they end.
     pub fn reset_stats(&self) {
         self.shared.counters.reset();
     }
@@ -404,6 +407,9 @@ impl<T> PolicyBuilder<T> {
     /// The shortest adaptive delay. Default 1 ms: timers are not precise below that. Applies
     /// to [`adaptive_delay`](Self::adaptive_delay) only; a `min_delay` above
     /// [`max_delay`](Self::max_delay) raises `max_delay` to it.
+    ///
+    /// The adaptive delay holds at most `u64::MAX - 1` nanoseconds (about 584 years): a
+    /// longer `min_delay` or `max_delay` is clamped to that, so both stay exact bounds.
     pub fn min_delay(mut self, min_delay: Duration) -> Self {
         self.min_delay = min_delay;
         self
@@ -596,13 +602,10 @@ impl<T> Shared<T> {
         let Some(linked) = &self.budget else {
             return Ok(false);
         };
-        let calls = self.counters.total(Counter::Calls);
+        let calls = self.counters.calls();
         let credited = linked.credited_calls.fetch_max(calls, Relaxed);
         linked.budget.deposit_calls(calls.saturating_sub(credited));
-        linked
-            .budget
-            .withdraw()
-            .inspect_err(|_| self.budget_refused())
+        linked.budget.withdraw()
     }
 
     /// Gives back `copies` slots of the budget's `max_outstanding`.
@@ -613,9 +616,9 @@ impl<T> Shared<T> {
         }
     }
 
-    /// The one place a budget refusal is recorded.
+    /// The one place a budget refusal is recorded, once per copy refused.
     #[cold]
-    fn budget_refused(&self) {
+    pub(crate) fn budget_refused(&self) {
         self.counters.add(&[Counter::BudgetDenied]);
     }
 
@@ -626,210 +629,5 @@ impl<T> Shared<T> {
         let draw =
             fastrand::Rng::with_seed(self.rng_seed.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed)).f64();
         draw < self.hedge_probability
-    }
-}
-
-/// A snapshot of a policy's counters; see [`Policy::stats`].
-///
-/// Once no call is in flight, `calls == wins + failures + cancelled`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Stats {
-    /// Calls polled at least once.
-    pub calls: u64,
-    /// Calls that returned a result whose verdict was [`Win`](crate::Verdict::Win).
-    pub wins: u64,
-    /// Calls that returned a failure: a [`Fatal`](crate::Verdict::Fatal) verdict, or every
-    /// copy failed or withdrew.
-    pub failures: u64,
-    /// Calls dropped before they finished.
-    pub cancelled: u64,
-    /// Copies started beyond the first, whether by the clock or after a failure.
-    pub hedges: u64,
-    /// Calls won by a copy other than the first.
-    pub hedge_wins: u64,
-    /// Copies beyond the first that the policy's [`Budget`] refused to start.
-    pub budget_denied: u64,
-}
-
-/// One counter of [`Stats`], as an index into a [`Shard`].
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Counter {
-    Calls = 0,
-    Wins,
-    Failures,
-    Cancelled,
-    Hedges,
-    HedgeWins,
-    BudgetDenied,
-}
-
-const COUNTERS: usize = 7;
-
-/// One set of counters, alone on its cache line so threads do not share lines.
-#[repr(align(128))]
-#[derive(Default)]
-pub(crate) struct Shard([AtomicU64; COUNTERS]);
-
-impl Shard {
-    fn load(&self) -> [u64; COUNTERS] {
-        core::array::from_fn(|counter| self.0[counter].load(Relaxed))
-    }
-}
-
-/// The counters behind [`Stats`]: one shard per thread, summed when read.
-///
-/// A thread that owns a shard is its only writer, so it adds with a plain load and store
-/// instead of a read-modify-write, and threads never contend for a cache line. Threads
-/// beyond the shard count, and every thread without `std`, add atomically to a shared
-/// overflow shard.
-pub(crate) struct Counters {
-    #[cfg(feature = "std")]
-    shards: Box<[Shard]>,
-    overflow: Shard,
-    /// What [`Policy::reset_stats`] subtracts: writers never see a reset.
-    baseline: Shard,
-}
-
-impl Counters {
-    fn new() -> Self {
-        Counters {
-            #[cfg(feature = "std")]
-            shards: (0..thread_slot::SHARDS).map(|_| Shard::default()).collect(),
-            overflow: Shard::default(),
-            baseline: Shard::default(),
-        }
-    }
-
-    /// Adds one to each of `counters`.
-    #[inline]
-    pub(crate) fn add(&self, counters: &[Counter]) {
-        #[cfg(feature = "std")]
-        if let Some(slot) = thread_slot::current() {
-            let shard = &self.shards[slot];
-            for &counter in counters {
-                let cell = &shard.0[counter as usize];
-                cell.store(cell.load(Relaxed).wrapping_add(1), Relaxed);
-            }
-            return;
-        }
-        for &counter in counters {
-            self.overflow.0[counter as usize].fetch_add(1, Relaxed);
-        }
-    }
-
-    fn totals(&self) -> [u64; COUNTERS] {
-        let totals = self.overflow.load();
-        #[cfg(feature = "std")]
-        let totals = self.shards.iter().fold(totals, |mut totals, shard| {
-            for (total, value) in totals.iter_mut().zip(shard.load()) {
-                *total = total.wrapping_add(value);
-            }
-            totals
-        });
-        totals
-    }
-
-    fn snapshot(&self) -> Stats {
-        let totals = self.totals();
-        let baseline = self.baseline.load();
-        let value = |counter: Counter| {
-            let index = counter as usize;
-            totals[index].saturating_sub(baseline[index])
-        };
-        Stats {
-            calls: value(Counter::Calls),
-            wins: value(Counter::Wins),
-            failures: value(Counter::Failures),
-            cancelled: value(Counter::Cancelled),
-            hedges: value(Counter::Hedges),
-            hedge_wins: value(Counter::HedgeWins),
-            budget_denied: value(Counter::BudgetDenied),
-        }
-    }
-
-    /// One counter summed over every shard, ignoring resets.
-    pub(crate) fn total(&self, counter: Counter) -> u64 {
-        let index = counter as usize;
-        let total = self.overflow.0[index].load(Relaxed);
-        #[cfg(feature = "std")]
-        let total = self.shards.iter().fold(total, |total, shard| {
-            total.wrapping_add(shard.0[index].load(Relaxed))
-        });
-        total
-    }
-
-    fn reset(&self) {
-        for (cell, total) in self.baseline.0.iter().zip(self.totals()) {
-            cell.store(total, Relaxed);
-        }
-    }
-}
-
-/// Gives each thread a shard index of its own while it lives.
-#[cfg(feature = "std")]
-pub(crate) mod thread_slot {
-    use std::cell::Cell;
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-    use std::sync::Mutex;
-    use std::vec::Vec;
-
-    /// Shards per policy: threads beyond this many at once share the overflow shard.
-    pub(super) const SHARDS: usize = 32;
-
-    const UNASSIGNED: usize = usize::MAX;
-    const OVERFLOW: usize = usize::MAX - 1;
-
-    /// Indices released by threads that exited, reused before new ones.
-    static FREE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-    std::thread_local! {
-        /// This thread's shard index, `UNASSIGNED` until it first counts. Without a
-        /// destructor of its own, reading it is one load.
-        static SLOT: Cell<usize> = const { Cell::new(UNASSIGNED) };
-        /// Gives the index back when the thread exits; registered by the claim.
-        static RELEASE: Release = const { Release };
-    }
-
-    struct Release;
-
-    impl Drop for Release {
-        fn drop(&mut self) {
-            // Counts made later in the thread's teardown go to the overflow shard.
-            let index = SLOT.replace(OVERFLOW);
-            if index < SHARDS {
-                // The mutex orders this thread's last stores before the next owner's loads.
-                FREE.lock().unwrap_or_else(|e| e.into_inner()).push(index);
-            }
-        }
-    }
-
-    /// This thread's shard, or `None` to use the overflow shard.
-    #[inline]
-    pub(crate) fn current() -> Option<usize> {
-        let mut index = SLOT.get();
-        if index == UNASSIGNED {
-            index = claim();
-            SLOT.set(index);
-        }
-        (index < SHARDS).then_some(index)
-    }
-
-    #[cold]
-    fn claim() -> usize {
-        // A thread already tearing down its locals cannot give an index back.
-        if RELEASE.try_with(|_| ()).is_err() {
-            return OVERFLOW;
-        }
-        let reused = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        reused.unwrap_or_else(|| {
-            let index = NEXT.fetch_add(1, Relaxed);
-            if index < SHARDS {
-                index
-            } else {
-                NEXT.store(SHARDS, Relaxed);
-                OVERFLOW
-            }
-        })
     }
 }

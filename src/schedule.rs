@@ -48,14 +48,14 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// The delay before copy `copy` (≥ 1), counted from the start of the copy before it;
-    /// `None` when copy `copy` is not started by the clock.
-    pub(crate) fn delay(&self, copy: usize) -> Option<Duration> {
+    /// The delay before copy `copy` (≥ 1), counted from the start of the copy before it,
+    /// as it stands at `now`; `None` when copy `copy` is not started by the clock.
+    pub(crate) fn delay(&self, copy: usize, now: Duration) -> Option<Duration> {
         match &self.delays {
             Delays::Fixed(delay) => Some(*delay),
             Delays::Fallback => None,
             Delays::PerCopy(delay_for) => delay_for(copy),
-            Delays::Adaptive(tracker) => Some(tracker.delay()),
+            Delays::Adaptive(tracker) => Some(tracker.delay(now)),
         }
     }
 
@@ -69,7 +69,9 @@ impl Schedule {
         previous_start: Duration,
         first_start: Duration,
     ) -> Option<Duration> {
-        let delay = self.delay(copy)?;
+        // The previous copy's start is the latest time the call has read: near enough to
+        // now to tell whether the adaptive estimate is stale.
+        let delay = self.delay(copy, previous_start)?;
         Some(due_after(
             delay,
             self.max_delay,

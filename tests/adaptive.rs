@@ -314,3 +314,44 @@ fn parallel_fallback_and_delay_fn_turn_it_off() {
     assert_eq!(policy.delay(), Some(ms(7)));
     assert!(format!("{policy:?}").contains("Adaptive"), "{policy:?}");
 }
+
+#[test]
+fn the_adaptive_delay_falls_back_to_delay_after_an_idle_window() {
+    let timer = ManualTimer::new();
+    let policy = adaptive(&timer, 0.95).build();
+    for _ in 0..10 {
+        call(&policy, ms(3), ms(3));
+    }
+    next_quarter(&timer);
+    call(&policy, ms(3), ms(3));
+    assert_near(policy.delay().unwrap(), ms(3));
+
+    // An hour with no calls: every latency the estimate came from is out of the window.
+    timer.advance(Duration::from_secs(3600));
+    assert_eq!(policy.delay(), Some(ms(20)), "the fixed delay is back");
+    let (winner, took) = call(&policy, ms(500), ms(1));
+    assert_eq!(
+        (winner, took),
+        (1, ms(21)),
+        "hedged at the fixed delay, not the hour-old 3 ms"
+    );
+}
+
+#[test]
+fn a_min_delay_beyond_584_years_stays_an_exact_bound() {
+    // The adaptive delay holds at most u64::MAX - 1 nanoseconds.
+    let longest = Duration::from_nanos(u64::MAX - 1);
+    let timer = ManualTimer::new();
+    let policy = adaptive(&timer, 0.5).min_delay(Duration::MAX).build();
+    assert_eq!(policy.delay(), Some(longest), "the fallback, clamped");
+    for _ in 0..5 {
+        call(&policy, ms(2), ms(2));
+    }
+    next_quarter(&timer);
+    call(&policy, ms(2), ms(2));
+    assert_eq!(
+        policy.delay(),
+        Some(longest),
+        "the estimate, clamped the same"
+    );
+}

@@ -424,3 +424,91 @@ fn each_hedge_in_flight_holds_its_own_slot() {
     drop(call);
     assert_eq!(budget.outstanding(), 0);
 }
+
+#[test]
+fn a_hedge_that_fails_on_its_launching_poll_gives_its_slot_back_on_that_poll() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = policy(&timer, &budget);
+    // Call A: the original runs 1 s; its hedge fails on the very poll that starts it.
+    let failing_at_once = {
+        let timer = timer.clone();
+        move |a: Attempt| -> Copy {
+            if a.index() == 0 {
+                copy(&timer, 0, ms(1000), false)
+            } else {
+                Box::pin(async move { Err(a.index()) })
+            }
+        }
+    };
+    let mut a = Driver::new(failing_at_once.hedged(&policy));
+    assert!(a.poll().is_pending());
+    timer.advance(ms(5));
+    let mut b = Driver::new(factory(&timer, ms(1000), ms(1)).hedged(&policy));
+    assert!(b.poll().is_pending());
+    timer.advance(ms(5));
+    assert!(a.poll().is_pending(), "A's original goes on");
+    assert_eq!(budget.outstanding(), 0, "the failed hedge's slot came back");
+
+    // Call B's hedge, due at 15 ms, takes the slot.
+    timer.advance(ms(5));
+    assert!(b.poll().is_pending());
+    assert_eq!((budget.outstanding(), policy.stats().budget_denied), (1, 0));
+    assert_eq!(b.run(&timer), Ok(1));
+}
+
+#[test]
+fn a_loser_is_dropped_before_its_slot_is_given_back() {
+    use std::sync::{Arc, Mutex};
+
+    /// Records the budget's outstanding count when the copy holding it is dropped.
+    struct Witness(Budget, Arc<Mutex<Vec<usize>>>);
+    impl Drop for Witness {
+        fn drop(&mut self) {
+            self.1.lock().unwrap().push(self.0.outstanding());
+        }
+    }
+
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = policy(&timer, &budget);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let factory = {
+        let (timer, budget, seen) = (timer.clone(), budget.clone(), Arc::clone(&seen));
+        move |a: Attempt| -> Copy {
+            let witness = Witness(budget.clone(), Arc::clone(&seen));
+            // The original wins at 20 ms; the hedge, sent at 10 ms, loses.
+            let copy = copy(
+                &timer,
+                a.index(),
+                ms(if a.is_hedge() { 100 } else { 20 }),
+                false,
+            );
+            Box::pin(async move {
+                let _witness = witness;
+                copy.await
+            })
+        }
+    };
+    assert_eq!(Driver::new(factory.hedged(&policy)).run(&timer), Ok(0));
+    // The original finished first (the hedge held the slot); then the losing hedge was
+    // dropped, still holding its slot until it was gone.
+    assert_eq!(*seen.lock().unwrap(), vec![1, 1]);
+    assert_eq!(budget.outstanding(), 0);
+}
+
+#[test]
+fn a_copy_refused_twice_counts_one_denial() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0);
+    let policy = policy(&timer, &budget);
+    assert_eq!(slow_call(&timer, &policy), Ok(1), "spends the only token");
+
+    // The hedge is refused when due at 10 ms, and again when the original fails at 20 ms.
+    let failing = {
+        let timer = timer.clone();
+        move |a: Attempt| copy(&timer, a.index(), ms(20), true)
+    };
+    assert_eq!(Driver::new(failing.hedged(&policy)).run(&timer), Err(0));
+    assert_eq!(policy.stats().budget_denied, 1, "one copy was refused");
+}

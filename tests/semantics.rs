@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use common::{ms, Backend, Driver, Step};
-use hedging::timer::ManualTimer;
+use hedging::timer::{ManualTimer, Timer};
 use hedging::{Attempt, Hedgeable, Policy, Verdict};
 
 fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
@@ -105,6 +105,45 @@ fn the_first_win_in_index_order_wins_a_tie() {
     let policy = policy(&timer, 2, 10);
     let mut call = Driver::new(backend.factory().hedged(&policy));
     assert_eq!(call.run(&timer), Ok(0));
+}
+
+#[test]
+fn a_kept_failure_is_dropped_before_poll_returns_the_win() {
+    /// An error holding a resource: counts its drops.
+    #[derive(Debug)]
+    struct Held(Arc<Mutex<usize>>);
+    impl Drop for Held {
+        fn drop(&mut self) {
+            if let Ok(mut dropped) = self.0.lock() {
+                *dropped += 1;
+            }
+        }
+    }
+
+    let timer = ManualTimer::new();
+    let dropped = Arc::new(Mutex::new(0));
+    let policy = policy(&timer, 2, 10);
+    let factory = {
+        let (timer, dropped) = (timer.clone(), Arc::clone(&dropped));
+        move |a: Attempt| {
+            let sleep = timer.sleep(ms(5));
+            let held = Held(Arc::clone(&dropped));
+            async move {
+                sleep.await;
+                // The original fails (its error is kept); the hedge it starts wins.
+                if a.is_hedge() {
+                    drop(held);
+                    Ok(a.index())
+                } else {
+                    Err(held)
+                }
+            }
+        }
+    };
+    let mut call = Driver::new(factory.hedged(&policy));
+    assert_eq!(call.run(&timer).map_err(drop), Ok(1));
+    // The `Hedge` is still alive; the kept failure is not.
+    assert_eq!(*dropped.lock().unwrap(), 2);
 }
 
 // --- Output type ---------------------------------------------------------------------
@@ -268,6 +307,34 @@ fn a_late_timer_does_not_push_the_schedule_back() {
     assert_eq!(backend.starts()[2], (2, ms(20)));
 }
 
+#[test]
+fn attempt_elapsed_is_when_the_copy_really_started() {
+    let timer = ManualTimer::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let policy = policy(&timer, 3, 10);
+    let factory = {
+        let (timer, seen) = (timer.clone(), Arc::clone(&seen));
+        move |a: Attempt| {
+            seen.lock()
+                .unwrap()
+                .push((a.index(), a.elapsed(), timer.now()));
+            std::future::pending::<Result<(), ()>>()
+        }
+    };
+    let mut call = Driver::new(factory.hedged(&policy));
+    assert_eq!(call.poll(), Poll::Pending);
+    // The hedge is due at 10 ms; the executor gets to it at 14 ms.
+    timer.advance(ms(14));
+    assert_eq!(call.poll(), Poll::Pending);
+    // The schedule stays anchored to due times: the next copy is due at 20 ms.
+    timer.advance(ms(6));
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(0, ms(0), ms(0)), (1, ms(14), ms(14)), (2, ms(20), ms(20))]
+    );
+}
+
 // --- Modes ---------------------------------------------------------------------------
 
 #[test]
@@ -354,6 +421,28 @@ fn delay_fn_none_stops_timed_copies_but_not_failover() {
         vec![1, 2],
         "the function runs once per copy"
     );
+}
+
+#[test]
+fn a_hedge_due_at_the_end_of_time_arms_no_timer() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(1, 1)]);
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(Duration::MAX)
+        .timer(timer.clone())
+        .build();
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(
+        (timer.sleeps_created(), timer.next_deadline()),
+        (1, None),
+        "only the copy's own sleep: a deadline that never comes is not armed"
+    );
+    timer.advance(Duration::MAX);
+    assert_eq!(call.poll_if_woken(), None);
+    assert_eq!(backend.started(), 1);
 }
 
 // --- Parallelism cap -----------------------------------------------------------------
@@ -627,6 +716,24 @@ fn a_call_dropped_before_its_first_poll_is_not_counted() {
     let policy = policy(&timer, 2, 10);
     drop((|| async { Ok::<_, ()>(()) }).hedged(&policy));
     assert_eq!(policy.stats(), hedging::Stats::default());
+}
+
+#[test]
+fn reset_stats_mid_call_keeps_calls_equal_to_their_outcomes() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(5, 0)]);
+    let policy = policy(&timer, 2, 10);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+    assert_eq!(call.poll(), Poll::Pending);
+    policy.reset_stats();
+    assert_eq!(call.run(&timer), Ok(0));
+    let stats = policy.stats();
+    assert_eq!(stats.calls, stats.wins + stats.failures + stats.cancelled);
+    assert_eq!(
+        (stats.calls, stats.wins),
+        (1, 1),
+        "a call counts where it ends"
+    );
 }
 
 // --- Classification ------------------------------------------------------------------

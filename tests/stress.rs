@@ -1,6 +1,7 @@
 //! Concurrency stress: one policy shared by 8 threads × 10⁵ calls mixing wins, failures,
 //! hedge wins and cancellations, while another thread keeps reading the stats. At the end
-//! every counter is exact.
+//! every counter is exact. And 8 threads on one budget capped at 2 extra copies in flight,
+//! with losers whose `Drop` yields: never more than 2 hedges alive.
 //!
 //! The calls need no real time: the policy's timer says every sleep is already over, so a
 //! call whose original is pending hedges in the same `poll`, through the timer path.
@@ -331,4 +332,106 @@ fn eight_threads_share_one_budget_and_it_is_never_overdrawn() {
         "every slot of max_outstanding came back"
     );
     assert!(budget.tokens() <= BURST);
+}
+
+/// Counts the hedges alive: made by the factory and not yet fully dropped.
+struct AliveHedge {
+    alive: Arc<AtomicU64>,
+}
+
+impl AliveHedge {
+    fn new(alive: &Arc<AtomicU64>, most: &AtomicU64) -> Self {
+        let now = alive.fetch_add(1, SeqCst) + 1;
+        most.fetch_max(now, SeqCst);
+        AliveHedge {
+            alive: Arc::clone(alive),
+        }
+    }
+}
+
+impl Drop for AliveHedge {
+    fn drop(&mut self) {
+        // A loser whose drop does work (sends a cancel): give other threads the chance to
+        // take a slot it still holds.
+        thread::yield_now();
+        thread::yield_now();
+        self.alive.fetch_sub(1, SeqCst);
+    }
+}
+
+/// 8 threads share one budget capped at 2 extra copies in flight. Hedges win, lose, fail
+/// and are cancelled, and every hedge's `Drop` yields the thread before it is gone: at no
+/// moment are more than 2 hedges alive, and every slot comes back.
+#[test]
+fn hedges_alive_never_exceed_max_outstanding_across_threads() {
+    const CAP: u64 = 2;
+    const CALLS: u64 = 20_000;
+    let budget = hedging::Budget::new(1.0)
+        .burst(1e9)
+        .max_outstanding(CAP as usize);
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(Duration::from_millis(5))
+        .budget(&budget)
+        .timer(ElapsedTimer)
+        .build();
+    let alive = Arc::new(AtomicU64::new(0));
+    let most = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(THREADS as usize));
+
+    let workers: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let (policy, alive, most, start) = (
+                policy.clone(),
+                Arc::clone(&alive),
+                Arc::clone(&most),
+                Arc::clone(&start),
+            );
+            thread::spawn(move || {
+                start.wait();
+                for n in 0..CALLS {
+                    // 0: the original wins at the second poll, its hedges lose;
+                    // 1: the first hedge wins; 2: the hedges fail, the original wins at
+                    // the third poll; 3: the call is dropped after one poll.
+                    let plan = (n + thread) % 4;
+                    let make = |attempt: Attempt| {
+                        let guard = attempt.is_hedge().then(|| AliveHedge::new(&alive, &most));
+                        let mut polls = 0;
+                        future::poll_fn(move |_| {
+                            let _alive = &guard;
+                            polls += 1;
+                            match (plan, attempt.index(), polls) {
+                                (0, 0, 2..) | (2, 0, 3..) => Poll::Ready(Ok(0)),
+                                (1, 1, 2..) => Poll::Ready(Ok(1)),
+                                (2, 1.., 2..) => Poll::Ready(Err(())),
+                                _ => Poll::Pending,
+                            }
+                        })
+                    };
+                    let mut call = make.hedged(&policy);
+                    let mut cx = noop_context();
+                    for _ in 0..3 {
+                        if Pin::new(&mut call).poll(&mut cx).is_ready() || plan == 3 {
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a worker panicked");
+    }
+
+    assert!(
+        most.load(SeqCst) <= CAP,
+        "{} hedges alive at once under max_outstanding({CAP})",
+        most.load(SeqCst)
+    );
+    assert_eq!(most.load(SeqCst), CAP, "the cap was reached");
+    assert_eq!(alive.load(SeqCst), 0);
+    assert_eq!(budget.outstanding(), 0, "every slot came back");
+    let stats = policy.stats();
+    assert_eq!(stats.calls, THREADS * CALLS);
+    assert!(stats.budget_denied > 0, "the cap refused hedges");
 }

@@ -1,4 +1,8 @@
-//! The timers: `ManualTimer`'s virtual clock, and the real timers' re-arming.
+//! The timers: `ManualTimer`'s virtual clock, the real timers' re-arming, and the
+//! `Timer` contract every shipped timer keeps: a deadline past the end of time never fires
+//! and never panics.
+
+mod common;
 
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -159,5 +163,60 @@ fn real_timers_tell_monotonic_time() {
         let first = now();
         let second = now();
         assert!(second >= first);
+    }
+}
+
+/// The `Timer` contract: `sleep` and `reset` accept any duration; one past the end of
+/// time never fires and never panics.
+fn huge_sleeps_saturate<T: Timer>(timer: T) {
+    let flag = Arc::new(Flag::default());
+    let waker = Waker::from(flag.clone());
+    let mut sleep = pin!(timer.sleep(Duration::MAX));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.reset(sleep.as_mut(), Duration::MAX);
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.reset(sleep.as_mut(), Duration::from_secs(u64::MAX / 2));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+}
+
+#[test]
+fn futures_timer_saturates_huge_sleeps() {
+    huge_sleeps_saturate(FuturesTimer::new());
+}
+
+#[test]
+fn async_io_timer_saturates_huge_sleeps() {
+    huge_sleeps_saturate(AsyncIoTimer::new());
+}
+
+#[test]
+fn manual_timer_saturates_huge_sleeps() {
+    huge_sleeps_saturate(ManualTimer::new());
+}
+
+// A hedge due at the end of time: the call's one sleep is re-armed to `Duration::MAX`
+// (once by `delay(MAX)` after a failure, once by `delay_fn`). Real clocks, so the copies
+// take a few milliseconds; the bounds are generous.
+
+#[test]
+fn futures_timer_survives_a_hedge_due_at_the_end_of_time() {
+    for (policy, call) in common::huge_delay_calls(&FuturesTimer::new()) {
+        common::assert_huge_delay_call(&policy, futures::executor::block_on(call));
+    }
+}
+
+#[test]
+fn async_io_timer_survives_a_hedge_due_at_the_end_of_time() {
+    for (policy, call) in common::huge_delay_calls(&AsyncIoTimer::new()) {
+        common::assert_huge_delay_call(&policy, async_io::block_on(call));
+    }
+}
+
+#[test]
+fn manual_timer_survives_a_hedge_due_at_the_end_of_time() {
+    let timer = ManualTimer::new();
+    for (policy, call) in common::huge_delay_calls(&timer) {
+        let answer = common::Driver::new(call).run(&timer);
+        common::assert_huge_delay_call(&policy, answer);
     }
 }

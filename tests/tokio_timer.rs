@@ -207,6 +207,23 @@ async fn failure_starts_the_next_copy_at_once() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn tokio_timer_saturates_huge_sleeps() {
+    let timer = TokioTimer::new();
+    let mut sleep = pin!(timer.sleep(Duration::MAX));
+    timer.reset(sleep.as_mut(), Duration::MAX);
+    // tokio parks deadlines it cannot represent about 30 years on, as its own `sleep` does.
+    advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
+    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "a decade on");
+}
+
+#[tokio::test(start_paused = true)]
+async fn tokio_timer_survives_a_hedge_due_at_the_end_of_time() {
+    for (policy, call) in common::huge_delay_calls(&TokioTimer::new()) {
+        common::assert_huge_delay_call(&policy, call.await);
+    }
+}
+
 /// Real time, real runtime: a stalled original is overtaken by its hedge. Bounds are
 /// generous because the machine running the tests may be busy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

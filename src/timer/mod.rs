@@ -47,6 +47,14 @@ pub use self::tokio::TokioTimer;
 /// still pending; later deadlines re-arm that one sleep through [`reset`](Timer::reset).
 ///
 /// Implementations must be cheap to clone (the policy holds one) and must not block.
+///
+/// # Huge durations
+///
+/// [`sleep`](Timer::sleep) and [`reset`](Timer::reset) must accept every `Duration`, up
+/// to `Duration::MAX`, without panicking: a deadline the clock cannot represent is parked
+/// as far away as it can go (the shipped timers park it decades away; `ManualTimer`
+/// saturates). `Hedge` itself never arms a deadline that saturated to `Duration::MAX`: a
+/// copy due at the end of time is never started by the clock.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a hedging timer",
     label = "no `Timer` implementation",

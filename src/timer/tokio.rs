@@ -7,6 +7,10 @@ use tokio::time::Instant;
 
 use super::Timer;
 
+/// Where a deadline past the end of `Instant` goes: tokio's own `sleep` does the same
+/// (about 30 years on), and a sleep that far away is as good as never.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
+
 /// A timer on tokio's clock: sleeps are [`tokio::time::Sleep`]s, and the time is
 /// [`tokio::time::Instant::now`].
 ///
@@ -80,6 +84,9 @@ impl Timer for TokioTimer {
     }
 
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
-        sleep.reset(Instant::now() + after);
+        let now = Instant::now();
+        // `Instant + Duration` panics on overflow; saturate as `sleep` does.
+        let deadline = now.checked_add(after).unwrap_or_else(|| now + FAR_FUTURE);
+        sleep.reset(deadline);
     }
 }

@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use hedging::timer::{ManualTimer, Timer};
-use hedging::Attempt;
+use hedging::{Attempt, Hedgeable};
 
 pub const MS: Duration = Duration::from_millis(1);
 
@@ -271,4 +271,68 @@ impl<F: Future> Driver<F> {
             }
         }
     }
+}
+
+/// A hedged call, boxed.
+pub type LocalCall = Pin<Box<dyn Future<Output = Result<usize, usize>>>>;
+
+/// The two calls of the huge-delay scenario every timer must survive: a delay of
+/// `Duration::MAX` re-arms the call's one sleep past the end of time, which must never
+/// fire and never panic.
+///
+/// 1. `delay(MAX)`, three copies: the original fails at 1 ms, so the first hedge starts at
+///    once and answers 2 ms later; the second hedge is due at the end of time.
+/// 2. `delay_fn` 5 ms, then `MAX`: the original never answers; the first hedge goes out at
+///    5 ms and answers 1 ms later, with the next one due at the end of time.
+///
+/// Each call must return `Ok(1)` after starting exactly one hedge.
+pub fn huge_delay_calls<T: Timer + Send + Sync + 'static>(
+    timer: &T,
+) -> Vec<(hedging::Policy<T>, LocalCall)> {
+    let failing_then_late = hedging::Policy::builder()
+        .max_copies(3)
+        .delay(Duration::MAX)
+        .timer(timer.clone())
+        .build();
+    let stalled_then_huge = hedging::Policy::builder()
+        .max_copies(3)
+        .delay_fn(|copy| Some(if copy == 1 { ms(5) } else { Duration::MAX }))
+        .timer(timer.clone())
+        .build();
+    let sleeper = timer.clone();
+    let first = (move |a: Attempt| {
+        let sleep = sleeper.sleep(ms(1 + a.index() as u64));
+        async move {
+            sleep.await;
+            if a.index() == 0 {
+                Err(0)
+            } else {
+                Ok(a.index())
+            }
+        }
+    })
+    .hedged(failing_then_late.clone());
+    let sleeper = timer.clone();
+    let second = (move |a: Attempt| {
+        let sleep = (a.index() > 0).then(|| sleeper.sleep(ms(1)));
+        async move {
+            match sleep {
+                Some(sleep) => sleep.await,
+                None => std::future::pending().await,
+            }
+            Ok(a.index())
+        }
+    })
+    .hedged(stalled_then_huge.clone());
+    vec![
+        (failing_then_late, Box::pin(first)),
+        (stalled_then_huge, Box::pin(second)),
+    ]
+}
+
+/// Checks the outcome of one of [`huge_delay_calls`].
+pub fn assert_huge_delay_call<T>(policy: &hedging::Policy<T>, answer: Result<usize, usize>) {
+    assert_eq!(answer, Ok(1));
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.wins), (1, 1), "{stats:?}");
 }
