@@ -76,6 +76,16 @@ pub enum Verdict {
     /// Discard this result: neither a win nor a failure. If the race ends with no win and
     /// no failure, the lowest-index withdrawn result is returned.
     Withdraw,
+    /// This copy failed, and the next copy is due this long from now: the server asked
+    /// for room (HTTP `Retry-After`, gRPC `grpc-retry-pushback-ms`). It replaces the next
+    /// copy's scheduled time and beats every early start (a failure with nothing in
+    /// flight, [`replace_failed`](crate::PolicyBuilder::replace_failed)); later copies
+    /// follow the schedule from there. `RetryAfter(Duration::ZERO)` starts the next copy
+    /// at once, even while others run. With no copies left it ends like `Retry`.
+    RetryAfter(Duration),
+    /// This copy failed, and no further copy starts for this call; the copies in flight
+    /// keep racing. If none is in flight, the call ends with the lowest-index failure.
+    Stop,
 }
 
 /// Decides the [`Verdict`] of a finished copy.

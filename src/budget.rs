@@ -1,8 +1,10 @@
-//! [`Budget`]: a token bucket that bounds the extra copies of every policy sharing it.
+//! [`Budget`]: bounds the extra copies of every policy sharing it, as a token bucket or as
+//! gRPC's retry throttling, with an optional cap on copies in flight and a floor per second.
 
 use alloc::sync::Arc;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::time::Duration;
 
 /// Token units per token: balances are kept in millionths, so deposits stay exact integers.
 const UNIT: u64 = 1_000_000;
@@ -10,16 +12,28 @@ const UNIT: u64 = 1_000_000;
 const DEFAULT_BURST: u64 = 10;
 /// `max_outstanding` when none is set.
 const UNCAPPED: u64 = u64::MAX;
+/// The range of [`Budget::throttling`]'s `max_tokens`, in units: gRPC's `(0, 1000]`, at
+/// its precision of three decimals.
+const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 
 /// A hedge budget: bounds the extra copies sent by every policy given it, so hedging cannot
 /// multiply the load on a backend that slows down.
 ///
-/// A token bucket: each call deposits `ratio` tokens, up to a [`burst`](Budget::burst);
-/// each copy beyond the first withdraws one, and without a token the copy is not started
-/// (the call goes on with the copies it has). Copies started at once after a failure draw
-/// from it too. [`max_outstanding`](Budget::max_outstanding) also caps the extra copies in
-/// flight across every call. Every operation is a lock-free atomic update; a refusal is
-/// counted in [`Stats::budget_denied`](crate::Stats::budget_denied).
+/// Two kinds:
+///
+/// - [`Budget::new(ratio)`](Budget::new), a token bucket: each call deposits `ratio`
+///   tokens, up to a [`burst`](Budget::burst); each copy beyond the first withdraws one,
+///   and without a token the copy is not started (the call goes on with the copies it
+///   has). Copies started at once after a failure draw from it too.
+/// - [`Budget::throttling(max_tokens, token_ratio)`](Budget::throttling), gRPC's retry
+///   throttling: failures spend tokens, wins earn them back, and no copy beyond the first
+///   starts while the tokens are at or below half of `max_tokens`.
+///
+/// Either may add [`max_outstanding`](Budget::max_outstanding), a cap on extra copies in
+/// flight across every call, and [`min_per_second`](Budget::min_per_second), a floor of
+/// extra copies per second that lets a quiet service hedge whatever the tokens say. Every
+/// operation is a lock-free atomic update; a refusal is counted in
+/// [`Stats::budget_denied`](crate::Stats::budget_denied).
 ///
 /// Clone it (a reference-count bump) to share one budget between policies. The
 /// configuring methods return a new, unshared budget: configure first, then share.
@@ -42,9 +56,9 @@ const UNCAPPED: u64 = u64::MAX;
 ///
 /// # When deposits land
 ///
-/// A call that needs no hedge does no work for the budget: a policy credits the calls that
-/// ended since its last credit (from its stats) when it next considers a hedge. For one
-/// policy this is exactly a deposit per call capped at the burst, made once the call
+/// A call that needs no hedge does no work for a token bucket: a policy credits the calls
+/// that ended since its last credit (from its stats) when it next considers a hedge. For
+/// one policy this is exactly a deposit per call capped at the burst, made once the call
 /// ended; with several policies sharing a budget, a policy's deposits wait until it next
 /// considers a hedge.
 #[derive(Clone)]
@@ -52,78 +66,171 @@ pub struct Budget {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    /// Units deposited per call.
+/// How a budget decides; fixed when it is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Each call deposits `ratio_units`, each extra copy withdraws a token.
+    Bucket,
+    /// gRPC A6: failed copies spend a token, winning copies earn `ratio_units` back.
+    Throttling,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    kind: Kind,
+    /// Units deposited per call (a bucket) or per winning copy (throttling).
     ratio_units: u64,
-    /// The most units the bucket holds.
-    burst_units: u64,
+    /// The most units held, and held at the start.
+    max_units: u64,
     /// The most extra copies in flight, or [`UNCAPPED`].
     max_outstanding: u64,
+    /// Extra copies per second let through whatever the tokens say; 0 for none.
+    min_per_second: u32,
+}
+
+struct Inner {
+    config: Config,
     balance: AtomicU64,
     outstanding: AtomicU64,
+    /// [`Budget::min_per_second`]'s schedule (a generic cell rate algorithm): the
+    /// theoretical time, in nanoseconds of the asking policy's clock, at which the floor
+    /// is next fully rested.
+    floor_at: AtomicU64,
 }
 
 impl Budget {
-    /// A budget that lets through `ratio` extra copies per call over time (`0.05`: 5%),
-    /// starting full with the default burst of 10 tokens and no cap on copies in flight.
+    /// A token bucket that lets through `ratio` extra copies per call over time (`0.05`:
+    /// 5%), starting full with the default burst of 10 tokens and no cap on copies in
+    /// flight.
     ///
     /// A negative or NaN `ratio` is clamped to `0.0`: no deposits, so only the initial
     /// burst can be spent. An infinite one fills the bucket on every call.
     pub fn new(ratio: f64) -> Self {
         let ratio = if ratio.is_nan() { 0.0 } else { ratio.max(0.0) };
-        // Rounded; the conversion saturates, so infinity becomes u64::MAX.
-        let ratio_units = (ratio * UNIT as f64 + 0.5) as u64;
-        Budget::with(ratio_units, DEFAULT_BURST * UNIT, UNCAPPED)
+        Budget::with(Config {
+            kind: Kind::Bucket,
+            ratio_units: units(ratio),
+            max_units: DEFAULT_BURST * UNIT,
+            max_outstanding: UNCAPPED,
+            min_per_second: 0,
+        })
     }
 
-    fn with(ratio_units: u64, burst_units: u64, max_outstanding: u64) -> Self {
+    /// gRPC's retry throttling (proposal A6, `retryThrottling`), counted per copy as A6
+    /// counts attempts: every copy that fails without being fatal (a
+    /// [`Retry`](crate::Verdict::Retry), [`RetryAfter`](crate::Verdict::RetryAfter) or
+    /// [`Stop`](crate::Verdict::Stop) verdict, an attempt timeout, a caught panic, a stream
+    /// that ended empty) spends one token, every winning copy earns `token_ratio` back (up
+    /// to `max_tokens`), a [`Fatal`](crate::Verdict::Fatal) or withdrawn one neither; no
+    /// copy beyond the first starts while the tokens are at or below `max_tokens / 2`.
+    /// The tokens start at `max_tokens`. The original copy of a call always starts.
+    ///
+    /// As in A6, `max_tokens` is clamped to `0.001..=1000.0` and `token_ratio` to at least
+    /// `0.001` (A6 keeps three decimals); NaN counts as the lowest value, the most
+    /// cautious.
+    ///
+    /// ```
+    /// use hedging::{Budget, Policy};
+    /// // A6's example: {"maxTokens": 10, "tokenRatio": 0.1}
+    /// let budget = Budget::throttling(10.0, 0.1);
+    /// let policy = Policy::builder().max_copies(3).budget(&budget).build();
+    /// assert_eq!(budget.tokens(), 10.0);
+    /// # let _ = policy;
+    /// ```
+    pub fn throttling(max_tokens: f64, token_ratio: f64) -> Self {
+        let (lowest, highest) = THROTTLING_TOKENS;
+        let max_units = if max_tokens.is_nan() {
+            lowest
+        } else {
+            units(max_tokens).clamp(lowest, highest)
+        };
+        let ratio_units = if token_ratio.is_nan() {
+            lowest
+        } else {
+            units(token_ratio).max(lowest)
+        };
+        Budget::with(Config {
+            kind: Kind::Throttling,
+            ratio_units,
+            max_units,
+            max_outstanding: UNCAPPED,
+            min_per_second: 0,
+        })
+    }
+
+    fn with(config: Config) -> Self {
         Budget {
             inner: Arc::new(Inner {
-                ratio_units,
-                burst_units,
-                max_outstanding,
-                balance: AtomicU64::new(burst_units),
+                config,
+                balance: AtomicU64::new(config.max_units),
                 outstanding: AtomicU64::new(0),
+                floor_at: AtomicU64::new(0),
             }),
         }
     }
 
-    /// The most tokens the bucket holds, and holds at the start: how many extra copies a
-    /// quiet period can save up for a burst. Default 10.
+    /// Copies the configuration with one change into a new, full budget.
+    fn reconfigured(&self, change: impl FnOnce(&mut Config)) -> Self {
+        let mut config = self.inner.config;
+        change(&mut config);
+        Budget::with(config)
+    }
+
+    /// The most tokens a token bucket holds, and holds at the start: how many extra
+    /// copies a quiet period can save up for a burst. Default 10.
     ///
     /// Clamped to at least `1.0` (a copy needs a whole token); NaN counts as the default.
-    /// Returns a new, full budget.
+    /// A throttling budget keeps its `max_tokens`: this changes nothing there. Returns a
+    /// new, full budget.
     pub fn burst(self, tokens: f64) -> Self {
         let tokens = if tokens.is_nan() {
             DEFAULT_BURST as f64
         } else {
             tokens.max(1.0)
         };
-        let burst_units = (tokens * UNIT as f64 + 0.5) as u64;
-        Budget::with(
-            self.inner.ratio_units,
-            burst_units,
-            self.inner.max_outstanding,
-        )
+        self.reconfigured(|config| {
+            if config.kind == Kind::Bucket {
+                config.max_units = units(tokens);
+            }
+        })
     }
 
     /// Caps the extra copies in flight at once across every call sharing the budget.
-    /// Uncapped by default. A copy holds its slot until a poll of its call sees it finish
-    /// (or the call ends or is dropped).
+    /// Uncapped by default. A copy holds its slot exactly while it is alive: it is given
+    /// back on the poll of its call that sees it finish (or when the call ends or is
+    /// dropped, after the copy is dropped).
     ///
     /// `0` is clamped to `1`; to turn hedging off, use
     /// [`max_copies(1)`](crate::PolicyBuilder::max_copies). Returns a new, full budget.
     pub fn max_outstanding(self, copies: usize) -> Self {
         let copies = (copies as u64).max(1);
-        Budget::with(self.inner.ratio_units, self.inner.burst_units, copies)
+        self.reconfigured(|config| config.max_outstanding = copies)
     }
 
-    /// The tokens each call deposits, after clamping.
+    /// A floor: `copies` extra copies per second (of the asking policy's clock) are let
+    /// through when the tokens alone would refuse them, so a service with few calls can
+    /// still hedge (Envoy's `min_retry_concurrency`, Finagle's `minRetriesPerSec`). Up to
+    /// one second's worth may go out at once after a quiet second. The floor never lifts
+    /// [`max_outstanding`](Budget::max_outstanding). Default 0, no floor. Returns a new,
+    /// full budget.
+    ///
+    /// ```
+    /// use hedging::Budget;
+    /// // 1% extra copies, but at least 5 a second however few calls there are.
+    /// let budget = Budget::new(0.01).min_per_second(5);
+    /// # let _ = budget;
+    /// ```
+    pub fn min_per_second(self, copies: u32) -> Self {
+        self.reconfigured(|config| config.min_per_second = copies)
+    }
+
+    /// The tokens each call deposits (a token bucket), or each winning copy earns back
+    /// (throttling), after clamping.
     pub fn ratio(&self) -> f64 {
-        self.inner.ratio_units as f64 / UNIT as f64
+        self.inner.config.ratio_units as f64 / UNIT as f64
     }
 
-    /// The tokens in the bucket now. Calls not yet credited are not included (see
+    /// The tokens now. For a token bucket, calls not yet credited are not included (see
     /// [When deposits land](Budget#when-deposits-land)).
     pub fn tokens(&self) -> f64 {
         self.inner.balance.load(Relaxed) as f64 / UNIT as f64
@@ -135,42 +242,99 @@ impl Budget {
         self.inner.outstanding.load(Relaxed) as usize
     }
 
-    /// Deposits `calls` calls' worth of tokens, capped at the burst.
-    pub(crate) fn deposit_calls(&self, calls: u64) {
-        let inner = &*self.inner;
-        let deposit = calls.saturating_mul(inner.ratio_units);
-        if deposit == 0 {
-            return;
-        }
-        let _ = inner.balance.fetch_update(Relaxed, Relaxed, |balance| {
-            (balance < inner.burst_units)
-                .then(|| balance.saturating_add(deposit).min(inner.burst_units))
-        });
+    /// Whether winning and failing copies change the tokens: a throttling budget.
+    pub(crate) fn counts_outcomes(&self) -> bool {
+        self.inner.config.kind == Kind::Throttling
     }
 
-    /// Takes a slot of `max_outstanding` (if capped) and a token; takes neither on refusal.
-    /// `Ok(true)` when the copy holds a slot it must [`release`](Budget::release).
-    pub(crate) fn withdraw(&self) -> Result<bool, Refused> {
+    /// Deposits `calls` calls' worth of tokens into a token bucket, capped at the burst.
+    pub(crate) fn deposit_calls(&self, calls: u64) {
+        let config = &self.inner.config;
+        if config.kind != Kind::Bucket {
+            return;
+        }
+        self.deposit(calls.saturating_mul(config.ratio_units));
+    }
+
+    fn deposit(&self, units: u64) {
+        let max = self.inner.config.max_units;
+        if units == 0 {
+            return;
+        }
+        let _ = self
+            .inner
+            .balance
+            .fetch_update(Relaxed, Relaxed, |balance| {
+                (balance < max).then(|| balance.saturating_add(units).min(max))
+            });
+    }
+
+    /// A copy won: a throttling budget earns `token_ratio` back.
+    pub(crate) fn copy_won(&self) {
+        self.deposit(self.inner.config.ratio_units);
+    }
+
+    /// A copy failed: a throttling budget spends a token (never below zero).
+    pub(crate) fn copy_failed(&self) {
+        let _ = self
+            .inner
+            .balance
+            .fetch_update(Relaxed, Relaxed, |balance| {
+                (balance > 0).then(|| balance.saturating_sub(UNIT))
+            });
+    }
+
+    /// Takes a slot of `max_outstanding` (if capped) and what the kind asks for a copy
+    /// beyond the first (a bucket's token; throttling's tokens above half), or else a
+    /// place under the floor at `now()`; takes nothing on refusal. `Ok(true)` when the
+    /// copy holds a slot it must [`release`](Budget::release).
+    pub(crate) fn withdraw(&self, now: impl FnOnce() -> Duration) -> Result<bool, Refused> {
         let inner = &*self.inner;
-        let capped = inner.max_outstanding != UNCAPPED;
+        let config = &inner.config;
+        let capped = config.max_outstanding != UNCAPPED;
         if capped {
             inner
                 .outstanding
                 .fetch_update(Relaxed, Relaxed, |held| {
-                    (held < inner.max_outstanding).then_some(held + 1)
+                    (held < config.max_outstanding).then_some(held + 1)
                 })
                 .map_err(|_| Refused)?;
         }
-        let token = inner
-            .balance
-            .fetch_update(Relaxed, Relaxed, |balance| balance.checked_sub(UNIT));
-        if token.is_err() {
-            if capped {
-                self.release(1);
-            }
-            return Err(Refused);
+        let admitted = match config.kind {
+            Kind::Bucket => inner
+                .balance
+                .fetch_update(Relaxed, Relaxed, |balance| balance.checked_sub(UNIT))
+                .is_ok(),
+            Kind::Throttling => inner.balance.load(Relaxed) > config.max_units / 2,
+        };
+        if admitted || self.floor_admits(now) {
+            return Ok(capped);
         }
-        Ok(capped)
+        if capped {
+            self.release(1);
+        }
+        Err(Refused)
+    }
+
+    /// Whether [`min_per_second`](Budget::min_per_second) lets one more copy through at
+    /// `now()`: each copy moves the floor's schedule on by `1 s / copies`, and a copy is
+    /// let through while that schedule is at most one second ahead of now.
+    #[cold]
+    fn floor_admits(&self, now: impl FnOnce() -> Duration) -> bool {
+        let per_second = u64::from(self.inner.config.min_per_second);
+        if per_second == 0 {
+            return false;
+        }
+        const SECOND: u64 = 1_000_000_000;
+        let interval = SECOND / per_second;
+        let now = u64::try_from(now().as_nanos()).unwrap_or(u64::MAX);
+        self.inner
+            .floor_at
+            .fetch_update(Relaxed, Relaxed, |floor_at| {
+                let next = floor_at.max(now).saturating_add(interval);
+                (next - now <= SECOND).then_some(next)
+            })
+            .is_ok()
     }
 
     /// Gives back `copies` slots of `max_outstanding`.
@@ -179,22 +343,34 @@ impl Budget {
     }
 }
 
+/// `value` in units, rounded; the conversion saturates, so infinity is `u64::MAX`.
+fn units(value: f64) -> u64 {
+    (value * UNIT as f64 + 0.5) as u64
+}
+
 /// The budget had no token, or no slot for another copy in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Refused;
 
 impl fmt::Debug for Budget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = &*self.inner;
+        let config = &self.inner.config;
         let mut debug = f.debug_struct("Budget");
-        debug
-            .field("ratio", &self.ratio())
-            .field("burst", &(inner.burst_units as f64 / UNIT as f64))
-            .field("tokens", &self.tokens());
-        if inner.max_outstanding != UNCAPPED {
+        let max = config.max_units as f64 / UNIT as f64;
+        match config.kind {
+            Kind::Bucket => debug.field("ratio", &self.ratio()).field("burst", &max),
+            Kind::Throttling => debug
+                .field("max_tokens", &max)
+                .field("token_ratio", &self.ratio()),
+        };
+        debug.field("tokens", &self.tokens());
+        if config.max_outstanding != UNCAPPED {
             debug
-                .field("max_outstanding", &inner.max_outstanding)
+                .field("max_outstanding", &config.max_outstanding)
                 .field("outstanding", &self.outstanding());
+        }
+        if config.min_per_second > 0 {
+            debug.field("min_per_second", &config.min_per_second);
         }
         debug.finish()
     }

@@ -1,16 +1,20 @@
-//! [`Hedgeable`]: `.hedged(&policy)` on a function that makes the request future.
+//! [`Hedgeable`] and [`HedgeableStream`]: `.hedged(&policy)` and
+//! `.hedged_stream(&policy)` on a function that makes the request.
 
 use core::fmt;
 use core::future::Future;
 
-use crate::attempt::{Attempt, ByResult};
+use futures_core::Stream;
+
+use crate::attempt::Attempt;
 use crate::hedge::Hedge;
 use crate::policy::AsPolicy;
+use crate::stream::HedgeStream;
 
-/// Makes the future of one copy of a hedged call.
+/// Makes the future of each copy of a hedged call.
 ///
-/// [`Hedgeable`] wraps closures in [`FactoryFn`] or [`AttemptFn`]; implement it directly
-/// only for a hand-written factory type.
+/// [`Hedgeable`] wraps closures in [`FactoryFn`], [`AttemptFn`] or [`DecliningFn`];
+/// implement it directly only for a hand-written factory type.
 pub trait Factory {
     /// The value of a successful copy.
     type Ok;
@@ -19,17 +23,56 @@ pub trait Factory {
     /// One copy of the request.
     type Future: Future<Output = Result<Self::Ok, Self::Error>>;
 
-    /// Starts copy `attempt.index()`.
-    fn make(&mut self, attempt: Attempt) -> Self::Future;
+    /// Whether [`make`](Factory::make) may return `None`. If so, each copy beyond the
+    /// first is made before the budget is asked and the `on_hedge` hook runs, so a
+    /// declined copy touches neither; if not, the budget and the hook come first, and
+    /// `make` runs only for a copy that starts. Default `true`.
+    const MAY_DECLINE: bool = true;
+
+    /// Makes copy `attempt.index()`, or declines it with `None`: no copy for this
+    /// attempt and none after it (the copies in flight keep racing).
+    ///
+    /// # Panics
+    ///
+    /// The original (attempt 0) cannot be declined: `None` for it makes the call panic,
+    /// and so does `None` from a factory whose `MAY_DECLINE` is `false`.
+    fn make(&mut self, attempt: Attempt) -> Option<Self::Future>;
+}
+
+/// Makes the stream of each copy of a hedged stream: see
+/// [`HedgeableStream::hedged_stream`].
+///
+/// [`HedgeableStream`] wraps closures in [`FactoryFn`], [`AttemptFn`] or
+/// [`DecliningFn`]; implement it directly only for a hand-written factory type.
+pub trait StreamFactory {
+    /// The value of a successful item.
+    type Ok;
+    /// The error of a failed item.
+    type Error;
+    /// One copy of the stream.
+    type Stream: Stream<Item = Result<Self::Ok, Self::Error>>;
+
+    /// As [`Factory::MAY_DECLINE`].
+    const MAY_DECLINE: bool = true;
+
+    /// Makes copy `attempt.index()`, or declines it, as [`Factory::make`].
+    fn make(&mut self, attempt: Attempt) -> Option<Self::Stream>;
 }
 
 /// A factory from a closure that takes no arguments: `|| client.get(key)`.
 #[derive(Clone, Copy)]
 pub struct FactoryFn<F>(F);
 
-/// A factory from a closure that takes the [`Attempt`]: `|a: Attempt| replicas[a.index()].get(key)`.
+/// A factory from a closure that takes the [`Attempt`]:
+/// `|a: Attempt| replicas[a.index()].get(key)`.
 #[derive(Clone, Copy)]
 pub struct AttemptFn<F>(F);
+
+/// A factory from a closure that takes the [`Attempt`] and may decline it:
+/// `|a: Attempt| replicas.get(a.index()).map(|r| r.get(key))`, where `None` means no
+/// copy for this attempt and none after it.
+#[derive(Clone, Copy)]
+pub struct DecliningFn<F>(F);
 
 impl<F, Fut, T, E> Factory for FactoryFn<F>
 where
@@ -39,10 +82,11 @@ where
     type Ok = T;
     type Error = E;
     type Future = Fut;
+    const MAY_DECLINE: bool = false;
 
     #[inline]
-    fn make(&mut self, _attempt: Attempt) -> Fut {
-        (self.0)()
+    fn make(&mut self, _attempt: Attempt) -> Option<Fut> {
+        Some((self.0)())
     }
 }
 
@@ -54,49 +98,110 @@ where
     type Ok = T;
     type Error = E;
     type Future = Fut;
+    const MAY_DECLINE: bool = false;
 
     #[inline]
-    fn make(&mut self, attempt: Attempt) -> Fut {
+    fn make(&mut self, attempt: Attempt) -> Option<Fut> {
+        Some((self.0)(attempt))
+    }
+}
+
+impl<F, Fut, T, E> Factory for DecliningFn<F>
+where
+    F: FnMut(Attempt) -> Option<Fut>,
+    Fut: Future<Output = Result<T, E>>,
+{
+    type Ok = T;
+    type Error = E;
+    type Future = Fut;
+
+    #[inline]
+    fn make(&mut self, attempt: Attempt) -> Option<Fut> {
         (self.0)(attempt)
     }
 }
 
-impl<F> fmt::Debug for FactoryFn<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FactoryFn").finish_non_exhaustive()
+impl<F, S, T, E> StreamFactory for FactoryFn<F>
+where
+    F: FnMut() -> S,
+    S: Stream<Item = Result<T, E>>,
+{
+    type Ok = T;
+    type Error = E;
+    type Stream = S;
+    const MAY_DECLINE: bool = false;
+
+    #[inline]
+    fn make(&mut self, _attempt: Attempt) -> Option<S> {
+        Some((self.0)())
     }
 }
 
-impl<F> fmt::Debug for AttemptFn<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AttemptFn").finish_non_exhaustive()
+impl<F, S, T, E> StreamFactory for AttemptFn<F>
+where
+    F: FnMut(Attempt) -> S,
+    S: Stream<Item = Result<T, E>>,
+{
+    type Ok = T;
+    type Error = E;
+    type Stream = S;
+    const MAY_DECLINE: bool = false;
+
+    #[inline]
+    fn make(&mut self, attempt: Attempt) -> Option<S> {
+        Some((self.0)(attempt))
     }
 }
 
-/// Adds [`hedged`](Hedgeable::hedged) to every function that makes a request future
-/// returning `Result<T, E>`.
+impl<F, S, T, E> StreamFactory for DecliningFn<F>
+where
+    F: FnMut(Attempt) -> Option<S>,
+    S: Stream<Item = Result<T, E>>,
+{
+    type Ok = T;
+    type Error = E;
+    type Stream = S;
+
+    #[inline]
+    fn make(&mut self, attempt: Attempt) -> Option<S> {
+        (self.0)(attempt)
+    }
+}
+
+macro_rules! debug_non_exhaustive {
+    ($($name:ident),*) => {$(
+        impl<F> fmt::Debug for $name<F> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name)).finish_non_exhaustive()
+            }
+        }
+    )*};
+}
+
+debug_non_exhaustive!(FactoryFn, AttemptFn, DecliningFn);
+
+/// A function that makes copies of a request: what [`Hedgeable::hedged`] accepts.
 ///
-/// Implemented for `FnMut() -> Fut` and for `FnMut(Attempt) -> Fut`; `Args` tells the two
-/// apart and is always inferred. A closure that takes the attempt needs its argument
-/// type written: `|a: Attempt| ...`.
-///
-/// ```
-/// use hedging::{Hedgeable, Policy};
-/// # futures::executor::block_on(async {
-/// let policy = Policy::builder().build();
-/// let row: Result<&str, std::io::Error> = (|| async { Ok("row") }).hedged(&policy).await;
-/// assert_eq!(row.unwrap(), "row");
-/// # });
-/// ```
-pub trait Hedgeable<Args>: Sized {
+/// Implemented for `FnMut() -> Fut`, `FnMut(Attempt) -> Fut` and
+/// `FnMut(Attempt) -> Option<Fut>` where `Fut: Future<Output = Result<T, E>>`; `Args`
+/// tells them apart and is always inferred. A closure that takes the attempt needs its
+/// argument type written: `|a: Attempt| ...`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be hedged: it is not a function that makes a future of `Result<T, E>`",
+    label = "`.hedged` needs a function returning a future of `Result<T, E>`",
+    note = "`.hedged` takes `FnMut() -> Fut`, `FnMut(Attempt) -> Fut` or `FnMut(Attempt) -> Option<Fut>`, where `Fut: Future<Output = Result<T, E>>`",
+    note = "if the future's output is not a `Result`, wrap the value: `async {{ Ok::<_, std::convert::Infallible>(value) }}`",
+    note = "if the function returns a `Stream` of `Result`s, use `.hedged_stream(policy)`"
+)]
+pub trait IntoFactory<Args> {
     /// The factory the function becomes.
     type Factory: Factory;
 
-    /// A [`Hedge`] future that calls this function once per copy, as `policy` says.
-    fn hedged<P: AsPolicy>(self, policy: P) -> Hedge<Self::Factory, P, ByResult>;
+    /// Wraps the function.
+    fn into_factory(self) -> Self::Factory;
 }
 
-impl<F, Fut, T, E> Hedgeable<()> for F
+impl<F, Fut, T, E> IntoFactory<()> for F
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
@@ -104,12 +209,12 @@ where
     type Factory = FactoryFn<F>;
 
     #[inline]
-    fn hedged<P: AsPolicy>(self, policy: P) -> Hedge<FactoryFn<F>, P, ByResult> {
-        Hedge::new(FactoryFn(self), policy)
+    fn into_factory(self) -> FactoryFn<F> {
+        FactoryFn(self)
     }
 }
 
-impl<F, Fut, T, E> Hedgeable<Attempt> for F
+impl<F, Fut, T, E> IntoFactory<Attempt> for F
 where
     F: FnMut(Attempt) -> Fut,
     Fut: Future<Output = Result<T, E>>,
@@ -117,7 +222,131 @@ where
     type Factory = AttemptFn<F>;
 
     #[inline]
-    fn hedged<P: AsPolicy>(self, policy: P) -> Hedge<AttemptFn<F>, P, ByResult> {
-        Hedge::new(AttemptFn(self), policy)
+    fn into_factory(self) -> AttemptFn<F> {
+        AttemptFn(self)
     }
 }
+
+impl<F, Fut, T, E> IntoFactory<Option<Attempt>> for F
+where
+    F: FnMut(Attempt) -> Option<Fut>,
+    Fut: Future<Output = Result<T, E>>,
+{
+    type Factory = DecliningFn<F>;
+
+    #[inline]
+    fn into_factory(self) -> DecliningFn<F> {
+        DecliningFn(self)
+    }
+}
+
+/// A function that makes copies of a streaming request: what
+/// [`HedgeableStream::hedged_stream`] accepts.
+///
+/// Implemented for `FnMut() -> S`, `FnMut(Attempt) -> S` and
+/// `FnMut(Attempt) -> Option<S>` where `S: Stream<Item = Result<T, E>>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be hedged as a stream: it is not a function that makes a `Stream` of `Result<T, E>`",
+    label = "`.hedged_stream` needs a function returning a `Stream<Item = Result<T, E>>`",
+    note = "`.hedged_stream` takes `FnMut() -> S`, `FnMut(Attempt) -> S` or `FnMut(Attempt) -> Option<S>`, where `S: Stream<Item = Result<T, E>>`",
+    note = "if the function returns a future, use `.hedged(policy)`"
+)]
+pub trait IntoStreamFactory<Args> {
+    /// The factory the function becomes.
+    type Factory: StreamFactory;
+
+    /// Wraps the function.
+    fn into_stream_factory(self) -> Self::Factory;
+}
+
+impl<F, S, T, E> IntoStreamFactory<()> for F
+where
+    F: FnMut() -> S,
+    S: Stream<Item = Result<T, E>>,
+{
+    type Factory = FactoryFn<F>;
+
+    #[inline]
+    fn into_stream_factory(self) -> FactoryFn<F> {
+        FactoryFn(self)
+    }
+}
+
+impl<F, S, T, E> IntoStreamFactory<Attempt> for F
+where
+    F: FnMut(Attempt) -> S,
+    S: Stream<Item = Result<T, E>>,
+{
+    type Factory = AttemptFn<F>;
+
+    #[inline]
+    fn into_stream_factory(self) -> AttemptFn<F> {
+        AttemptFn(self)
+    }
+}
+
+impl<F, S, T, E> IntoStreamFactory<Option<Attempt>> for F
+where
+    F: FnMut(Attempt) -> Option<S>,
+    S: Stream<Item = Result<T, E>>,
+{
+    type Factory = DecliningFn<F>;
+
+    #[inline]
+    fn into_stream_factory(self) -> DecliningFn<F> {
+        DecliningFn(self)
+    }
+}
+
+/// Adds [`hedged`](Hedgeable::hedged) to every function that makes a request future
+/// returning `Result<T, E>` (see [`IntoFactory`] for the shapes accepted).
+///
+/// ```
+/// use hedging::{Attempt, Hedgeable, Policy};
+/// # futures::executor::block_on(async {
+/// let policy = Policy::builder().build();
+/// let row: Result<&str, std::io::Error> = (|| async { Ok("row") }).hedged(&policy).await;
+/// assert_eq!(row.unwrap(), "row");
+///
+/// // A factory may decline a copy: here, there are only two replicas to ask.
+/// let replicas = ["a", "b"];
+/// let row = (|a: Attempt| {
+///     let replica = replicas.get(a.index())?;
+///     Some(async move { Ok::<_, std::io::Error>(*replica) })
+/// })
+/// .hedged(&policy)
+/// .await;
+/// assert_eq!(row.unwrap(), "a");
+/// # });
+/// ```
+pub trait Hedgeable<Args>: Sized {
+    /// A [`Hedge`] future that calls this function once per copy, as `policy` says.
+    #[inline]
+    fn hedged<P: AsPolicy>(self, policy: P) -> Hedge<<Self as IntoFactory<Args>>::Factory, P>
+    where
+        Self: IntoFactory<Args>,
+    {
+        Hedge::new(self.into_factory(), policy)
+    }
+}
+
+impl<F, Args> Hedgeable<Args> for F {}
+
+/// Adds [`hedged_stream`](HedgeableStream::hedged_stream) to every function that makes a
+/// `Stream` of `Result<T, E>` (see [`IntoStreamFactory`] for the shapes accepted).
+pub trait HedgeableStream<Args>: Sized {
+    /// A [`HedgeStream`] that races copies of the stream, as `policy` says, until one
+    /// yields a winning first item, then follows that copy alone.
+    #[inline]
+    fn hedged_stream<P: AsPolicy>(
+        self,
+        policy: P,
+    ) -> HedgeStream<<Self as IntoStreamFactory<Args>>::Factory, P>
+    where
+        Self: IntoStreamFactory<Args>,
+    {
+        HedgeStream::new(self.into_stream_factory(), policy)
+    }
+}
+
+impl<F, Args> HedgeableStream<Args> for F {}

@@ -95,11 +95,15 @@ extern crate std;
 mod adaptive;
 mod attempt;
 mod budget;
+mod copies;
 mod ext;
 mod hedge;
 mod policy;
+mod race;
 mod schedule;
 mod shard;
+mod stream;
+pub mod timeout;
 pub mod timer;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
@@ -108,7 +112,12 @@ mod trace;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::budget::Budget;
-pub use crate::ext::{AttemptFn, Factory, FactoryFn, Hedgeable};
+pub use crate::ext::{
+    AttemptFn, DecliningFn, Factory, FactoryFn, Hedgeable, HedgeableStream, IntoFactory,
+    IntoStreamFactory, StreamFactory,
+};
 pub use crate::hedge::Hedge;
 pub use crate::policy::{AsPolicy, Policy, PolicyBuilder};
 pub use crate::shard::Stats;
+pub use crate::stream::HedgeStream;
+pub use crate::timeout::Elapsed;

@@ -8,6 +8,7 @@ use core::time::Duration;
 use crate::adaptive::{AdaptiveConfig, LatencyTracker};
 use crate::attempt::Attempt;
 use crate::budget::{Budget, Refused};
+use crate::race::Clock;
 use crate::schedule::{Delays, Schedule};
 use crate::shard::{Counter, Counters, Stats};
 use crate::timer::{DefaultTimer, Timer};
@@ -43,11 +44,14 @@ pub(crate) struct Shared<T> {
     pub(crate) hedge_probability: f64,
     pub(crate) on_hedge: Option<HedgeHook>,
     pub(crate) catch_unwind: bool,
+    pub(crate) replace_failed: bool,
     pub(crate) timer: T,
     pub(crate) counters: Counters,
     #[cfg(not(feature = "std"))]
     pub(crate) rng_seed: AtomicU64,
     pub(crate) budget: Option<PolicyBudget>,
+    /// The budget again, if it counts winning and failing copies (throttling).
+    throttle: Option<Budget>,
 }
 
 /// A policy's link to its [`Budget`]: the calls it has credited so far.
@@ -147,6 +151,7 @@ impl<T: fmt::Debug> fmt::Debug for Policy<T> {
             .field("hedge_probability", &shared.hedge_probability)
             .field("on_hedge", &shared.on_hedge.is_some())
             .field("catch_unwind", &shared.catch_unwind)
+            .field("replace_failed", &shared.replace_failed)
             .field(
                 "budget",
                 &shared.budget.as_ref().map(|linked| &linked.budget),
@@ -206,6 +211,7 @@ impl<T: Timer> AsPolicy for &Policy<T> {
 /// | [`hedge_probability`](Self::hedge_probability) | 1.0 (every call may hedge) |
 /// | [`on_hedge`](Self::on_hedge) | none |
 /// | `catch_unwind` | off |
+/// | [`replace_failed`](Self::replace_failed) | off |
 /// | [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |
 ///
 /// The mode methods ([`delay`](Self::delay), [`parallel`](Self::parallel),
@@ -221,6 +227,7 @@ pub struct PolicyBuilder<T = DefaultTimer> {
     hedge_probability: f64,
     on_hedge: Option<HedgeHook>,
     catch_unwind: bool,
+    replace_failed: bool,
     timer: T,
     adaptive: Option<AdaptiveConfig>,
     min_delay: Duration,
@@ -251,6 +258,7 @@ impl PolicyBuilder {
             hedge_probability: 1.0,
             on_hedge: None,
             catch_unwind: false,
+            replace_failed: false,
             timer: DefaultTimer::default(),
             adaptive: None,
             min_delay: DEFAULT_MIN_DELAY,
@@ -475,6 +483,31 @@ impl<T> PolicyBuilder<T> {
         self
     }
 
+    /// Whether every failed copy starts the next one at once, while the others keep
+    /// running (Polly's and resilience's hedging; gRPC A6 for non-fatal codes). Off by
+    /// default: a failure starts the next copy early only when nothing else is in flight.
+    ///
+    /// Any failure counts (a [`Retry`](crate::Verdict::Retry) verdict, a caught panic, an
+    /// attempt timeout, a stream that ended empty), and each starts at most one copy, if
+    /// copies remain and the budget allows. A [`RetryAfter`](crate::Verdict::RetryAfter)
+    /// or [`Stop`](crate::Verdict::Stop) verdict decides for itself instead.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::Policy;
+    /// // Two copies at once, and a third the moment either fails.
+    /// let policy = Policy::builder()
+    ///     .max_copies(3)
+    ///     .delay_fn(|copy| (copy == 1).then_some(Duration::ZERO))
+    ///     .replace_failed(true)
+    ///     .build();
+    /// # let _ = policy;
+    /// ```
+    pub fn replace_failed(mut self, replace_failed: bool) -> Self {
+        self.replace_failed = replace_failed;
+        self
+    }
+
     /// The clock that times the copies, such as
     /// [`ManualTimer`](crate::timer::ManualTimer) in tests.
     pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
@@ -486,6 +519,7 @@ impl<T> PolicyBuilder<T> {
             hedge_probability: self.hedge_probability,
             on_hedge: self.on_hedge,
             catch_unwind: self.catch_unwind,
+            replace_failed: self.replace_failed,
             timer,
             adaptive: self.adaptive,
             min_delay: self.min_delay,
@@ -528,10 +562,15 @@ impl<T> PolicyBuilder<T> {
                 hedge_probability: self.hedge_probability,
                 on_hedge: self.on_hedge,
                 catch_unwind: self.catch_unwind,
+                replace_failed: self.replace_failed,
                 timer: self.timer,
                 counters: Counters::new(),
                 #[cfg(not(feature = "std"))]
                 rng_seed: AtomicU64::new(0x853c_49e6_748f_ea9b),
+                throttle: self
+                    .budget
+                    .clone()
+                    .filter(|budget| budget.counts_outcomes()),
                 budget: self.budget.map(|budget| PolicyBudget {
                     budget,
                     credited_calls: AtomicU64::new(0),
@@ -551,6 +590,7 @@ impl<T: Clone> Clone for PolicyBuilder<T> {
             hedge_probability: self.hedge_probability,
             on_hedge: self.on_hedge.clone(),
             catch_unwind: self.catch_unwind,
+            replace_failed: self.replace_failed,
             timer: self.timer.clone(),
             adaptive: self.adaptive,
             min_delay: self.min_delay,
@@ -571,6 +611,7 @@ impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
             .field("hedge_probability", &self.hedge_probability)
             .field("on_hedge", &self.on_hedge.is_some())
             .field("catch_unwind", &self.catch_unwind)
+            .field("replace_failed", &self.replace_failed)
             .field("adaptive", &self.adaptive.map(|adaptive| adaptive.quantile))
             .field("min_delay", &self.min_delay)
             .field("adaptive_min_samples", &self.min_samples)
@@ -598,14 +639,33 @@ impl<T> Shared<T> {
     ///
     /// Credits the calls made since the last credit first, so calls that never hedge cost
     /// the budget nothing on their own path.
-    pub(crate) fn admit_hedge(&self) -> Result<bool, Refused> {
+    pub(crate) fn admit_hedge(&self, clock: &mut Clock<'_, T>) -> Result<bool, Refused>
+    where
+        T: Timer,
+    {
         let Some(linked) = &self.budget else {
             return Ok(false);
         };
         let calls = self.counters.calls();
         let credited = linked.credited_calls.fetch_max(calls, Relaxed);
         linked.budget.deposit_calls(calls.saturating_sub(credited));
-        linked.budget.withdraw()
+        linked.budget.withdraw(|| clock.now())
+    }
+
+    /// A copy won: a throttling budget earns tokens back.
+    #[inline]
+    pub(crate) fn copy_won(&self) {
+        if let Some(throttle) = &self.throttle {
+            throttle.copy_won();
+        }
+    }
+
+    /// A copy failed: a throttling budget spends a token.
+    #[inline]
+    pub(crate) fn copy_failed(&self) {
+        if let Some(throttle) = &self.throttle {
+            throttle.copy_failed();
+        }
     }
 
     /// Gives back `copies` slots of the budget's `max_outstanding`.

@@ -27,15 +27,18 @@
 //! # Requests
 //!
 //! Requests are copied with [`Clone`] by default, or by a function given to
-//! [`HedgeLayer::clone_request`]. A call that may hedge copies its request once when it
-//! is made (tower services take requests by value), and once more for each hedge beyond
-//! the first; with `max_copies(1)` nothing is copied.
+//! [`HedgeLayer::clone_request`] that sees each copy's [`Attempt`] and may decline:
+//! `None` for the original sends the call's request once, unhedged; `None` for a hedge
+//! declines it and every later one. A call that may hedge keeps the request it was given
+//! and sends a copy of it as the original (tower services take requests by value), then
+//! one more copy per hedge; with `max_copies(1)` nothing is copied.
 
 use core::fmt;
 use core::future::Future;
 use core::mem;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use core::time::Duration;
 
 use pin_project::pin_project;
 use tower_layer::Layer;
@@ -47,13 +50,18 @@ use crate::hedge::Hedge;
 use crate::policy::Policy;
 use crate::timer::{DefaultTimer, Timer};
 
-/// Copies a request for a hedge.
+/// Copies a request for each copy of a call.
 ///
 /// Implemented by [`ByClone`] (the default: [`Clone::clone`]) and by every
-/// `Fn(&Req) -> Req`, for requests that are not `Clone` or need a fresh id per copy.
+/// `Fn(&Req, Attempt) -> Option<Req>`, for requests that are not `Clone`, that need
+/// something of their own per copy (a header naming the attempt, a fresh id), or that
+/// cannot always be copied.
 pub trait CloneRequest<Req> {
-    /// A copy of `request` to send as a hedge.
-    fn clone_request(&self, request: &Req) -> Req;
+    /// The request copy `attempt.index()` sends, made from the one the call was given;
+    /// `None` not to send it. `None` for the original (attempt 0) sends the call's own
+    /// request once, unhedged (the call is still counted); `None` for a later copy
+    /// declines it and every copy after it.
+    fn clone_request(&self, request: &Req, attempt: Attempt) -> Option<Req>;
 }
 
 /// Copies requests with [`Clone::clone`]; the default of [`HedgeLayer`].
@@ -62,15 +70,15 @@ pub struct ByClone;
 
 impl<Req: Clone> CloneRequest<Req> for ByClone {
     #[inline]
-    fn clone_request(&self, request: &Req) -> Req {
-        request.clone()
+    fn clone_request(&self, request: &Req, _attempt: Attempt) -> Option<Req> {
+        Some(request.clone())
     }
 }
 
-impl<Req, F: Fn(&Req) -> Req> CloneRequest<Req> for F {
+impl<Req, F: Fn(&Req, Attempt) -> Option<Req>> CloneRequest<Req> for F {
     #[inline]
-    fn clone_request(&self, request: &Req) -> Req {
-        self(request)
+    fn clone_request(&self, request: &Req, attempt: Attempt) -> Option<Req> {
+        self(request, attempt)
     }
 }
 
@@ -83,11 +91,13 @@ impl<Req, F: Fn(&Req) -> Req> CloneRequest<Req> for F {
 /// use hedging::{tower::HedgeLayer, Policy};
 ///
 /// #[derive(Debug)]
-/// struct Request { id: u64, body: Vec<u8> } // not `Clone`
+/// struct Request { id: u64, attempt: usize, body: Vec<u8> } // not `Clone`
 ///
 /// let policy = Policy::builder().delay(Duration::from_millis(20)).build();
 /// let layer = HedgeLayer::new(policy)
-///     .clone_request(|r: &Request| Request { id: r.id, body: r.body.clone() })
+///     .clone_request(|r: &Request, a: hedging::Attempt| {
+///         Some(Request { id: r.id, attempt: a.index(), body: r.body.clone() })
+///     })
 ///     .when(|e: &std::io::Error| e.kind() == std::io::ErrorKind::TimedOut);
 /// # let _ = layer;
 /// ```
@@ -110,10 +120,12 @@ impl<T> HedgeLayer<T> {
 }
 
 impl<T, R, K> HedgeLayer<T, R, K> {
-    /// Copies requests with `clone_request` instead of [`Clone`].
+    /// Copies requests with `clone_request` instead of [`Clone`]: it makes the request of
+    /// each copy, the original's included, from the one the call was given, and may say
+    /// `None` (see [`CloneRequest::clone_request`]).
     pub fn clone_request<Req, R2>(self, clone_request: R2) -> HedgeLayer<T, R2, K>
     where
-        R2: Fn(&Req) -> Req,
+        R2: Fn(&Req, Attempt) -> Option<Req>,
     {
         HedgeLayer {
             policy: self.policy,
@@ -242,17 +254,24 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let may_hedge = self.policy.max_copies() > 1;
-        let (original, copies) = if may_hedge {
+        let max_copies = self.policy.max_copies();
+        let first = (max_copies > 1)
+            .then(|| {
+                let original = Attempt::new(0, max_copies, Duration::ZERO);
+                self.clone_request.clone_request(&request, original)
+            })
+            .flatten();
+        let (original, copies) = match first {
+            // The original sends a copy; the call's own request stays, to copy for hedges.
             // The readied instance sends the original; hedges ready clones of it.
-            let spare = self.clone_request.clone_request(&request);
-            let unready = self.inner.clone();
-            let mut ready = mem::replace(&mut self.inner, unready);
-            let original = ready.call(request);
-            (original, Some((ready, spare)))
-        } else {
-            (self.inner.call(request), None)
+            Some(first) => {
+                let unready = self.inner.clone();
+                let mut ready = mem::replace(&mut self.inner, unready);
+                (ready.call(first), Some((ready, request)))
+            }
+            None => (self.inner.call(request), None),
         };
+        let unhedged = copies.is_none();
         let (service, spare) = copies.unzip();
         let copies = ServiceCopies {
             original: Some(original),
@@ -260,8 +279,9 @@ where
             spare,
             clone_request: self.clone_request.clone(),
         };
+        let hedge = Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone());
         ResponseFuture {
-            hedge: Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone()),
+            hedge: if unhedged { hedge.max_copies(1) } else { hedge },
         }
     }
 }
@@ -339,13 +359,15 @@ where
     }
 }
 
-/// Makes the copies of one call: the original was sent by [`HedgeService::call`]; each
-/// hedge gets a clone of the service and a copy of the request.
-pub(crate) struct ServiceCopies<S: Service<Req>, Req, R> {
+/// The [`Factory`] of a [`HedgeService`] call: the original was sent by
+/// [`HedgeService::call`]; each hedge gets a clone of the service and a copy of the
+/// request.
+pub struct ServiceCopies<S: Service<Req>, Req, R> {
     original: Option<S::Future>,
     /// `None` when the call may not hedge; the last copy takes it instead of a clone.
     service: Option<S>,
-    /// `None` when the call may not hedge; the last copy takes it instead of a copy.
+    /// The request the call was given, to copy for each hedge; `None` when the call may
+    /// not hedge.
     spare: Option<Req>,
     clone_request: R,
 }
@@ -359,31 +381,35 @@ where
     type Error = S::Error;
     type Future = CopyFuture<S, Req>;
 
-    fn make(&mut self, attempt: Attempt) -> CopyFuture<S, Req> {
+    fn make(&mut self, attempt: Attempt) -> Option<CopyFuture<S, Req>> {
         if let Some(original) = self.original.take() {
-            return CopyFuture::Calling { future: original };
+            return Some(CopyFuture::calling(original));
         }
-        const HEDGED: &str = "a hedge is made only when the call may hedge";
+        let request = self
+            .clone_request
+            .clone_request(self.spare.as_ref()?, attempt)?;
         let last = attempt.index() + 1 >= attempt.max_copies();
-        let (service, request) = if last {
-            (self.service.take(), self.spare.take())
+        let service = if last {
+            self.spare = None;
+            self.service.take()
         } else {
-            let request = self
-                .spare
-                .as_ref()
-                .map(|spare| self.clone_request.clone_request(spare));
-            (self.service.clone(), request)
-        };
-        CopyFuture::Readying {
-            service: service.expect(HEDGED),
-            request: Some(request.expect(HEDGED)),
-        }
+            self.service.clone()
+        }?;
+        Some(CopyFuture::readying(service, request))
     }
 }
 
-/// One copy of a call: waits for its service to be ready, then calls it.
-#[pin_project(project = CopyState)]
-pub(crate) enum CopyFuture<S: Service<Req>, Req> {
+/// One copy of a [`HedgeService`] call: waits for its clone of the service to be ready,
+/// then calls it.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct CopyFuture<S: Service<Req>, Req> {
+    #[pin]
+    state: CopyState<S, Req>,
+}
+
+#[pin_project(project = CopyStateProj)]
+enum CopyState<S: Service<Req>, Req> {
     Readying {
         service: S,
         request: Option<Req>,
@@ -394,14 +420,32 @@ pub(crate) enum CopyFuture<S: Service<Req>, Req> {
     },
 }
 
+impl<S: Service<Req>, Req> CopyFuture<S, Req> {
+    fn calling(future: S::Future) -> Self {
+        CopyFuture {
+            state: CopyState::Calling { future },
+        }
+    }
+
+    fn readying(service: S, request: Req) -> Self {
+        CopyFuture {
+            state: CopyState::Readying {
+                service,
+                request: Some(request),
+            },
+        }
+    }
+}
+
 impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
     type Output = Result<S::Response, S::Error>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
         loop {
-            let future = match self.as_mut().project() {
-                CopyState::Calling { future } => return future.poll(cx),
-                CopyState::Readying { service, request } => {
+            let future = match state.as_mut().project() {
+                CopyStateProj::Calling { future } => return future.poll(cx),
+                CopyStateProj::Readying { service, request } => {
                     if let Err(error) = core::task::ready!(service.poll_ready(cx)) {
                         return Poll::Ready(Err(error));
                     }
@@ -409,7 +453,25 @@ impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
                     service.call(request)
                 }
             };
-            self.set(CopyFuture::Calling { future });
+            state.set(CopyState::Calling { future });
         }
+    }
+}
+
+impl<S: Service<Req>, Req> fmt::Debug for CopyFuture<S, Req> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state {
+            CopyState::Readying { .. } => "readying",
+            CopyState::Calling { .. } => "calling",
+        };
+        f.debug_struct("CopyFuture").field("state", &state).finish()
+    }
+}
+
+impl<S: Service<Req>, Req, R> fmt::Debug for ServiceCopies<S, Req, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceCopies")
+            .field("original_sent", &self.original.is_none())
+            .finish_non_exhaustive()
     }
 }

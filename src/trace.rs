@@ -1,7 +1,8 @@
 //! Diagnostic events through `tracing` (feature `tracing`); without the feature every
 //! function here is empty and compiles to nothing.
 //!
-//! Every event has target `hedging` and level `DEBUG`. The fast path (one copy allowed,
+//! Every event has target `hedging` and level `DEBUG`, and carries the policy's
+//! [`name`](crate::PolicyBuilder::name), if it has one, as the field `policy`. The fast path (one copy allowed,
 //! or an original that wins at its first poll) emits nothing, and neither does a call
 //! whose original wins before any hedge starts.
 
@@ -10,47 +11,53 @@ use crate::attempt::Attempt;
 /// A copy beyond the first is about to start (`copy`: its index, `elapsed_us`: since
 /// the original started).
 #[inline]
-pub(crate) fn hedge_launched(attempt: &Attempt) {
+pub(crate) fn hedge_launched(policy: Option<&'static str>, attempt: &Attempt) {
     #[cfg(feature = "tracing")]
     tracing::debug!(
         target: "hedging",
+        policy,
         copy = attempt.index(),
         max_copies = attempt.max_copies(),
         elapsed_us = duration_us(attempt.elapsed()),
         "hedge launched"
     );
-    let _ = attempt;
+    let _ = (policy, attempt);
 }
 
 /// Copy `copy` failed (a `Retry` verdict, or a panic caught by `catch_unwind`) and the
 /// race goes on. Silent when hedging is off for the call.
 #[inline]
-pub(crate) fn copy_failed(copy: usize, max_copies: usize, panicked: bool) {
+pub(crate) fn copy_failed(
+    policy: Option<&'static str>,
+    copy: usize,
+    max_copies: usize,
+    panicked: bool,
+) {
     #[cfg(feature = "tracing")]
     if max_copies > 1 {
-        tracing::debug!(target: "hedging", copy, panicked, "copy failed");
+        tracing::debug!(target: "hedging", policy, copy, panicked, "copy failed");
     }
-    let _ = (copy, max_copies, panicked);
+    let _ = (policy, copy, max_copies, panicked);
 }
 
 /// Copy `copy` won a race in which `launched` copies started. Silent unless a hedge
 /// started: an original that wins alone is the common case and not news.
 #[inline]
-pub(crate) fn won(copy: usize, launched: usize) {
+pub(crate) fn won(policy: Option<&'static str>, copy: usize, launched: usize) {
     #[cfg(feature = "tracing")]
     if launched > 1 {
-        tracing::debug!(target: "hedging", copy, launched, "hedge race won");
+        tracing::debug!(target: "hedging", policy, copy, launched, "hedge race won");
     }
-    let _ = (copy, launched);
+    let _ = (policy, copy, launched);
 }
 
 /// The hedging budget refused to start copy `copy` of a call that may start
 /// `max_copies`; the call goes on with the copies it has.
 #[inline]
-pub(crate) fn budget_refused(copy: usize, max_copies: usize) {
+pub(crate) fn budget_refused(policy: Option<&'static str>, copy: usize, max_copies: usize) {
     #[cfg(feature = "tracing")]
-    tracing::debug!(target: "hedging", copy, max_copies, "hedge refused by budget");
-    let _ = (copy, max_copies);
+    tracing::debug!(target: "hedging", policy, copy, max_copies, "hedge refused by budget");
+    let _ = (policy, copy, max_copies);
 }
 
 #[cfg(feature = "tracing")]

@@ -12,7 +12,7 @@ use common::{ms, Backend, CopyFuture, Driver, Step};
 use futures::executor::block_on;
 use hedging::timer::ManualTimer;
 use hedging::tower::{HedgeLayer, HedgeService};
-use hedging::{Policy, Verdict};
+use hedging::{Attempt, Policy, Verdict};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 
 fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
@@ -124,9 +124,9 @@ fn one_copy_allowed_passes_calls_through_without_clones() {
     let request_copies = Arc::new(AtomicUsize::new(0));
     let copies = Arc::clone(&request_copies);
     let mut service = HedgeLayer::new(policy(&timer, 1, 10))
-        .clone_request(move |r: &u32| {
+        .clone_request(move |r: &u32, _: Attempt| {
             copies.fetch_add(1, SeqCst);
-            *r
+            Some(*r)
         })
         .layer(inner);
 
@@ -167,17 +167,18 @@ impl Service<Query> for QueryService {
 }
 
 #[test]
-fn clone_request_copies_each_hedge_and_the_last_takes_the_spare() {
+fn clone_request_makes_each_copy_from_the_call_request_with_its_attempt() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::never(), Step::never(), Step::ok(1, 2)]);
     let inner = Scripted::new(&backend);
     let counts = Arc::clone(&inner.counts);
-    let request_copies = Arc::new(AtomicUsize::new(0));
-    let copies = Arc::clone(&request_copies);
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&attempts);
     let mut service = HedgeLayer::new(policy(&timer, 3, 10))
-        .clone_request(move |q: &Query| {
-            copies.fetch_add(1, SeqCst);
-            Query(q.0)
+        .clone_request(move |q: &Query, a: Attempt| {
+            seen.lock().unwrap().push(a.index());
+            // Each copy says which attempt it is, as a header would.
+            Some(Query(q.0 + 100 * a.index() as u32))
         })
         .layer(QueryService(inner));
 
@@ -185,10 +186,54 @@ fn clone_request_copies_each_hedge_and_the_last_takes_the_spare() {
     let mut call = Driver::new(service.call(Query(9)));
 
     assert_eq!(call.run(&timer), Ok(2));
-    assert_eq!(*counts.requests.lock().unwrap(), vec![9, 9, 9]);
-    // One spare when the call is made, one copy for the first hedge; the last hedge
-    // takes the spare itself.
-    assert_eq!(request_copies.load(SeqCst), 2);
+    assert_eq!(*counts.requests.lock().unwrap(), vec![9, 109, 209]);
+    assert_eq!(*attempts.lock().unwrap(), vec![0, 1, 2]);
+}
+
+#[test]
+fn clone_request_none_for_the_original_sends_the_call_once_unhedged() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(50, 0), Step::ok(1, 1)]);
+    let inner = Scripted::new(&backend);
+    let counts = Arc::clone(&inner.counts);
+    let policy = policy(&timer, 2, 10);
+    let mut service = HedgeLayer::new(policy.clone())
+        .clone_request(|_: &Query, _: Attempt| None)
+        .layer(QueryService(inner));
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(Query(4)));
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(
+        timer.next_deadline(),
+        Some(ms(50)),
+        "no hedge timer, only the copy's"
+    );
+    assert_eq!(call.run(&timer), Ok(0));
+    assert_eq!(*counts.requests.lock().unwrap(), vec![4]);
+    assert_eq!(
+        counts.clones.load(SeqCst),
+        0,
+        "no service clone for a call that cannot hedge"
+    );
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.wins, stats.hedges), (1, 1, 0));
+}
+
+#[test]
+fn clone_request_none_for_a_hedge_declines_it_and_every_later_one() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(100, 0), Step::ok(100, 1), Step::ok(1, 2)]);
+    let policy = policy(&timer, 3, 10);
+    let mut service = HedgeLayer::new(policy.clone())
+        .clone_request(|q: &Query, a: Attempt| (a.index() < 2).then_some(Query(q.0)))
+        .layer(QueryService(Scripted::new(&backend)));
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(Query(4)));
+    assert_eq!(call.run(&timer), Ok(0));
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+    assert_eq!(policy.stats().hedges, 1);
 }
 
 #[test]

@@ -591,6 +591,7 @@ impl<'s> Model<'s> {
                 keep(&mut self.lowest_withdrawn);
                 None
             }
+            Verdict::RetryAfter(_) | Verdict::Stop => unreachable!("not scripted"),
         }
     }
 

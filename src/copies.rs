@@ -1,0 +1,457 @@
+//! The copies of one call and its one timer: where they live, and the loop that polls
+//! them and carries out what the race decides. [`Hedge`](crate::Hedge) and
+//! [`HedgeStream`](crate::HedgeStream) differ only in what a copy is (a future, or a
+//! stream until its first item) and in what a winning copy becomes: that is
+//! [`Contest`].
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use pin_project::pin_project;
+
+use crate::attempt::{Attempt, Classify, Verdict};
+use crate::policy::Shared;
+use crate::race::{Clock, End, Finished, Next, Race};
+use crate::timeout::Deadlines;
+use crate::timer::Timer;
+
+/// What a copy is, for the loop that races copies.
+pub(crate) trait Contest {
+    /// One copy.
+    type Copy;
+    type Ok;
+    type Error;
+    /// Whether a winning copy stays alive after the race (a stream: its later items).
+    const KEEP_WINNER: bool;
+    /// Whether the factory may decline a copy; if so, a copy is made before the budget
+    /// is asked and the hook runs, so a declined copy touches neither.
+    const MAY_DECLINE: bool;
+
+    /// Makes copy `attempt.index()`, or declines it.
+    fn make(&mut self, attempt: Attempt) -> Option<Self::Copy>;
+
+    /// Polls a copy for its result: a future's output, or a stream's first item (`None`
+    /// when it ended without one).
+    fn poll_copy(
+        copy: Pin<&mut Self::Copy>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Self::Ok, Self::Error>>>;
+}
+
+/// Copy k's place in the slab: the copy, boxed, and when it started.
+struct Slot<C> {
+    copy: Option<Pin<Box<C>>>,
+    started: Duration,
+}
+
+/// The copies in flight and the one timer that schedules the next.
+#[pin_project]
+pub(crate) struct Copies<C, S> {
+    /// The original lives inline: a call it wins allocates nothing.
+    #[pin]
+    original: Option<C>,
+    /// Copy k lives at `[k - 1]`; the slab is allocated at the first hedge, with room for
+    /// every copy the call may start.
+    hedges: Option<Vec<Slot<C>>>,
+    #[pin]
+    sleep: Option<S>,
+}
+
+impl<C, S> Copies<C, S> {
+    pub(crate) const fn new() -> Self {
+        Copies {
+            original: None,
+            hedges: None,
+            sleep: None,
+        }
+    }
+
+    /// Whether the original is still in flight.
+    pub(crate) fn original_alive(&self) -> bool {
+        self.original.is_some()
+    }
+
+    /// Drops every copy and the timer.
+    pub(crate) fn clear(self: Pin<&mut Self>) {
+        let mut this = self.project();
+        this.original.set(None);
+        if let Some(slab) = this.hedges {
+            slab.clear();
+        }
+        this.sleep.set(None);
+    }
+
+    /// Drops every copy but `winner`, and the timer.
+    pub(crate) fn clear_except(self: Pin<&mut Self>, winner: usize) {
+        let mut this = self.project();
+        if winner != 0 {
+            this.original.set(None);
+        }
+        if let Some(slab) = this.hedges {
+            for (slot, index) in slab.iter_mut().zip(1..) {
+                if index != winner {
+                    slot.copy = None;
+                }
+            }
+        }
+        this.sleep.set(None);
+    }
+
+    /// Whether copy `index` is alive.
+    pub(crate) fn holds(&self, index: usize) -> bool {
+        match index {
+            0 => self.original.is_some(),
+            _ => self
+                .hedges
+                .as_ref()
+                .and_then(|slab| slab.get(index - 1))
+                .is_some_and(|slot| slot.copy.is_some()),
+        }
+    }
+
+    /// Copy `index`, if it is alive.
+    pub(crate) fn get(self: Pin<&mut Self>, index: usize) -> Option<Pin<&mut C>> {
+        let this = self.project();
+        match index {
+            0 => this.original.as_pin_mut(),
+            _ => this
+                .hedges
+                .as_mut()?
+                .get_mut(index - 1)?
+                .copy
+                .as_mut()
+                .map(Pin::as_mut),
+        }
+    }
+}
+
+impl<C, S: Future<Output = ()>> Copies<C, S> {
+    /// Starts the original copy and polls it once: how it finished, or `None` while it
+    /// runs. A finished original is still in its place: see [`Copies::drop_original`].
+    #[inline]
+    pub(crate) fn start<K, Tm>(
+        self: Pin<&mut Self>,
+        race: &mut Race<K::Ok, K::Error>,
+        contest: &mut K,
+        shared: &Shared<Tm>,
+        cx: &mut Context<'_>,
+    ) -> Option<Finished<K::Ok, K::Error>>
+    where
+        K: Contest<Copy = C>,
+    {
+        let attempt = race.begin(shared);
+        let catch = shared.catch_unwind;
+        match make(contest, attempt, catch) {
+            Ok(Some(copy)) => {
+                let mut original = self.project().original;
+                original.set(Some(copy));
+                let copy = original.as_pin_mut()?;
+                match poll::<K>(copy, cx, catch) {
+                    Poll::Pending => None,
+                    Poll::Ready(finished) => Some(finished),
+                }
+            }
+            Ok(None) => panic!(
+                "the original copy cannot be declined: the factory returned `None` for attempt 0"
+            ),
+            // A caught factory panic is a copy that failed at once.
+            Err(panicked) => Some(panicked),
+        }
+    }
+
+    /// Drops the original copy.
+    #[inline]
+    pub(crate) fn drop_original(self: Pin<&mut Self>) {
+        self.project().original.set(None);
+    }
+
+    /// Polls every copy in flight (unless `first_poll`: the original was just polled),
+    /// then does what the race says until it waits or ends.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn drive<K, Cl, D, Tm>(
+        mut self: Pin<&mut Self>,
+        race: &mut Race<K::Ok, K::Error>,
+        contest: &mut K,
+        classify: &mut Cl,
+        deadlines: &D,
+        shared: &Shared<Tm>,
+        cx: &mut Context<'_>,
+        first_poll: bool,
+    ) -> Poll<End<K::Ok, K::Error>>
+    where
+        K: Contest<Copy = C>,
+        Cl: Classify<K::Ok, K::Error>,
+        D: Deadlines<K::Error>,
+        Tm: Timer<Sleep = S>,
+    {
+        let mut clock = Clock::new(&shared.timer);
+        if !first_poll {
+            if let Some(end) = self
+                .as_mut()
+                .poll_each::<K, _, _>(race, classify, shared, &mut clock, cx)
+            {
+                return Poll::Ready(end);
+            }
+        }
+        loop {
+            let oldest_start = match deadlines.attempt() {
+                Some(_) => race
+                    .oldest_in_flight()
+                    .map(|index| self.started(race, index)),
+                None => None,
+            };
+            match race.next(shared, deadlines, oldest_start, &mut clock) {
+                Next::Wait => return Poll::Pending,
+                Next::End(end) => return Poll::Ready(end),
+                Next::Sleep { rearm } => {
+                    let mut sleep = self.as_mut().project().sleep;
+                    if let Some(after) = rearm {
+                        match sleep.as_mut().as_pin_mut() {
+                            Some(armed) => shared.timer.reset(armed, after),
+                            None => sleep.set(Some(shared.timer.sleep(after))),
+                        }
+                    }
+                    let fired = sleep.as_pin_mut().map_or(Poll::Ready(()), |s| s.poll(cx));
+                    if fired.is_pending() {
+                        return Poll::Pending;
+                    }
+                    let deadline = race.fired();
+                    clock.fired_at(deadline);
+                }
+                Next::Expire { cutoff } => self.as_mut().expire(race, cutoff, deadlines, shared),
+                Next::Start(attempt) => {
+                    let launched = self
+                        .as_mut()
+                        .launch(race, attempt, contest, classify, shared, &mut clock, cx);
+                    if let Some(end) = launched {
+                        return Poll::Ready(end);
+                    }
+                }
+            }
+        }
+    }
+
+    /// When copy `index` started.
+    fn started<T, E>(&self, race: &Race<T, E>, index: usize) -> Duration {
+        let first_start = race.first_start().unwrap_or_default();
+        match (index, &self.hedges) {
+            (1.., Some(slab)) => slab.get(index - 1).map_or(first_start, |slot| slot.started),
+            _ => first_start,
+        }
+    }
+
+    /// Polls every copy in flight in index order, settling each that finished; stops at
+    /// the first that ends the race.
+    fn poll_each<K, Cl, Tm>(
+        mut self: Pin<&mut Self>,
+        race: &mut Race<K::Ok, K::Error>,
+        classify: &mut Cl,
+        shared: &Shared<Tm>,
+        clock: &mut Clock<'_, Tm>,
+        cx: &mut Context<'_>,
+    ) -> Option<End<K::Ok, K::Error>>
+    where
+        K: Contest<Copy = C>,
+        Cl: Classify<K::Ok, K::Error>,
+        Tm: Timer,
+    {
+        let catch = shared.catch_unwind;
+        let mut this = self.as_mut().project();
+        if let Some(copy) = this.original.as_mut().as_pin_mut() {
+            if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
+                let verdict = Race::verdict(&finished, classify);
+                if !(K::KEEP_WINNER && verdict == Some(Verdict::Win)) {
+                    this.original.set(None);
+                }
+                if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
+                    return Some(end);
+                }
+            }
+        }
+        let slab = this.hedges.as_deref_mut().unwrap_or_default();
+        for (slot, index) in slab.iter_mut().zip(1..) {
+            if let Some(end) = poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
+            {
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    /// Starts copy `attempt.index()`, as the race asked, and polls it once.
+    #[allow(clippy::too_many_arguments)]
+    fn launch<K, Cl, Tm>(
+        self: Pin<&mut Self>,
+        race: &mut Race<K::Ok, K::Error>,
+        attempt: Attempt,
+        contest: &mut K,
+        classify: &mut Cl,
+        shared: &Shared<Tm>,
+        clock: &mut Clock<'_, Tm>,
+        cx: &mut Context<'_>,
+    ) -> Option<End<K::Ok, K::Error>>
+    where
+        K: Contest<Copy = C>,
+        Cl: Classify<K::Ok, K::Error>,
+        Tm: Timer,
+    {
+        let catch = shared.catch_unwind;
+        let made = if K::MAY_DECLINE {
+            // Made first: a declined copy never takes a token or a slot, nor runs the hook.
+            match make(contest, attempt, catch) {
+                Ok(None) => {
+                    race.declined();
+                    return None;
+                }
+                Ok(Some(copy)) => {
+                    if !race.admit(shared, clock) {
+                        return None; // dropped before its first poll: it never started
+                    }
+                    race.hook(shared, &attempt);
+                    Ok(copy)
+                }
+                Err(panicked) => Err(panicked),
+            }
+        } else {
+            if !race.admit(shared, clock) {
+                return None;
+            }
+            race.hook(shared, &attempt);
+            match make(contest, attempt, catch) {
+                Ok(Some(copy)) => Ok(copy),
+                Ok(None) => {
+                    panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
+                }
+                Err(panicked) => Err(panicked),
+            }
+        };
+        race.started(shared);
+        let index = attempt.index();
+        let started = race.first_start().unwrap_or_default() + attempt.elapsed();
+        let max_copies = attempt.max_copies();
+        let slab = self
+            .project()
+            .hedges
+            .get_or_insert_with(|| Vec::with_capacity(max_copies - 1));
+        match made {
+            Ok(copy) => {
+                slab.push(Slot {
+                    copy: Some(Box::pin(copy)),
+                    started,
+                });
+                let slot = slab.last_mut().expect("a slot was just pushed");
+                poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
+            }
+            Err(panicked) => {
+                // The slot is held empty so later copies keep their index.
+                slab.push(Slot {
+                    copy: None,
+                    started,
+                });
+                let verdict = Race::verdict(&panicked, classify);
+                race.settle(index, panicked, verdict, shared, clock)
+            }
+        }
+    }
+
+    /// Drops the copies in flight that started at or before `cutoff`: their attempt
+    /// timeout passed. Copies start in index order, so the first younger one stops it.
+    fn expire<T, E, D, Tm>(
+        self: Pin<&mut Self>,
+        race: &mut Race<T, E>,
+        cutoff: Duration,
+        deadlines: &D,
+        shared: &Shared<Tm>,
+    ) where
+        D: Deadlines<E>,
+        Tm: Timer,
+    {
+        let mut this = self.project();
+        if this.original.is_some() {
+            if race.first_start().is_some_and(|started| started > cutoff) {
+                return;
+            }
+            this.original.set(None);
+            race.timed_out(0, deadlines, shared);
+        }
+        let slab = this.hedges.as_deref_mut().unwrap_or_default();
+        for (slot, index) in slab.iter_mut().zip(1..) {
+            if slot.copy.is_some() {
+                if slot.started > cutoff {
+                    return;
+                }
+                slot.copy = None;
+                race.timed_out(index, deadlines, shared);
+            }
+        }
+    }
+}
+
+/// Polls the copy in `slot` (copy `index`), settling it if it finished.
+fn poll_slot<K, Cl, Tm>(
+    slot: &mut Slot<K::Copy>,
+    index: usize,
+    race: &mut Race<K::Ok, K::Error>,
+    classify: &mut Cl,
+    shared: &Shared<Tm>,
+    clock: &mut Clock<'_, Tm>,
+    cx: &mut Context<'_>,
+) -> Option<End<K::Ok, K::Error>>
+where
+    K: Contest,
+    Cl: Classify<K::Ok, K::Error>,
+    Tm: Timer,
+{
+    let copy = slot.copy.as_mut()?;
+    let Poll::Ready(finished) = poll::<K>(copy.as_mut(), cx, shared.catch_unwind) else {
+        return None;
+    };
+    let verdict = Race::verdict(&finished, classify);
+    if !(K::KEEP_WINNER && verdict == Some(Verdict::Win)) {
+        slot.copy = None;
+    }
+    race.settle(index, finished, verdict, shared, clock)
+}
+
+/// Polls one copy; with `catch`, a panic is the copy's end.
+fn poll<K: Contest>(
+    copy: Pin<&mut K::Copy>,
+    cx: &mut Context<'_>,
+    catch: bool,
+) -> Poll<Finished<K::Ok, K::Error>> {
+    let finished = |polled: Option<Result<K::Ok, K::Error>>| match polled {
+        Some(result) => Finished::Item(result),
+        None => Finished::Ended,
+    };
+    #[cfg(feature = "std")]
+    if catch {
+        let polled =
+            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| K::poll_copy(copy, cx)));
+        return match polled {
+            Ok(poll) => poll.map(finished),
+            Err(panic) => Poll::Ready(Finished::Panicked(panic)),
+        };
+    }
+    let _ = catch;
+    K::poll_copy(copy, cx).map(finished)
+}
+
+/// A copy made (or declined), or, under `catch_unwind`, how it ended when its factory
+/// panicked.
+type Made<K> =
+    Result<Option<<K as Contest>::Copy>, Finished<<K as Contest>::Ok, <K as Contest>::Error>>;
+
+/// Makes a copy; with `catch`, a panicking factory yields the panic as the copy's end.
+fn make<K: Contest>(contest: &mut K, attempt: Attempt, catch: bool) -> Made<K> {
+    #[cfg(feature = "std")]
+    if catch {
+        let make = core::panic::AssertUnwindSafe(|| contest.make(attempt));
+        return std::panic::catch_unwind(make).map_err(Finished::Panicked);
+    }
+    let _ = catch;
+    Ok(contest.make(attempt))
+}

@@ -1,0 +1,297 @@
+//! [`HedgeStream`]: races copies of a streaming request until one yields a winning first
+//! item, then follows that copy alone.
+
+use core::fmt;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use futures_core::{FusedStream, Stream};
+use pin_project::pin_project;
+
+use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
+use crate::copies::{Contest, Copies};
+use crate::ext::StreamFactory;
+use crate::hedge::Call;
+use crate::policy::AsPolicy;
+use crate::race::{Clock, End, Phase, Race};
+use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
+use crate::timer::Timer;
+
+/// A hedged stream: races copies of a streaming request by the policy's schedule,
+/// budget and verdicts until one copy yields a winning first item, then commits to it.
+///
+/// Made by [`HedgeableStream::hedged_stream`](crate::HedgeableStream::hedged_stream).
+/// At the commit every other copy is dropped, and the stream yields the winner's first
+/// item and then its later items as they come, ending when the winner ends. Only first
+/// items are judged (by [`when`](HedgeStream::when) or [`classify`](HedgeStream::classify));
+/// an item after the commit is never classified.
+///
+/// A copy whose first item fails, or that ends with no item, is a failed copy. A `Fatal`
+/// first item is yielded and the stream ends. If every copy fails, the lowest-index error
+/// is yielded and the stream ends; copies that ended empty have no error, so with no error
+/// at all the stream ends without an item.
+///
+/// ```
+/// use std::time::Duration;
+/// use futures::{stream, StreamExt};
+/// use hedging::{Attempt, HedgeableStream, Policy};
+/// # futures::executor::block_on(async {
+/// let policy = Policy::builder().max_copies(2).delay(Duration::from_millis(5)).build();
+/// // Copy k streams the rows of replica k.
+/// let rows: Vec<_> = (|a: Attempt| stream::iter([Ok::<_, ()>(a.index() * 10), Ok(a.index() * 10 + 1)]))
+///     .hedged_stream(&policy)
+///     .collect()
+///     .await;
+/// assert_eq!(rows, [Ok(0), Ok(1)]); // the original's first row won: it alone is followed
+/// assert_eq!(policy.stats().wins, 1);
+/// # });
+/// ```
+///
+/// Everything [`Hedge`](crate::Hedge) guarantees holds until the commit: no spawn, one
+/// timer, no lost wake-ups, drop = cancel, the same stats. The win is counted at the
+/// commit; dropping the stream after the commit is not a cancellation. Timeouts apply
+/// until the commit. Under a capped [`Budget`](crate::Budget), the winner gives back its
+/// `max_outstanding` slot at the commit: from then on it is the call's one copy.
+///
+/// # Panics
+///
+/// As [`Hedge`](crate::Hedge), until the commit (`catch_unwind` covers copies racing for
+/// their first item). A panic in the committed copy unwinds through `poll_next`.
+#[pin_project]
+#[must_use = "streams do nothing unless polled"]
+pub struct HedgeStream<F: StreamFactory, P: AsPolicy, C = ByResult, D = NoTimeouts> {
+    factory: F,
+    classify: C,
+    deadlines: D,
+    // Declared before `call` so the copies are dropped before the call is counted.
+    #[pin]
+    copies: Copies<F::Stream, <P::Timer as Timer>::Sleep>,
+    call: Call<P, F::Ok, F::Error>,
+    /// The copy the stream committed to, once one won.
+    committed: Option<usize>,
+}
+
+impl<F: StreamFactory, P: AsPolicy> HedgeStream<F, P> {
+    pub(crate) fn new(factory: F, policy: P) -> Self {
+        HedgeStream {
+            factory,
+            classify: ByResult,
+            deadlines: NoTimeouts,
+            copies: Copies::new(),
+            call: Call {
+                policy,
+                race: Race::new(),
+            },
+            committed: None,
+        }
+    }
+}
+
+impl<F: StreamFactory, P: AsPolicy, C, D> HedgeStream<F, P, C, D> {
+    /// Decides which first-item errors are worth another copy, as [`Hedge::when`]
+    /// does for results.
+    ///
+    /// [`Hedge::when`]: crate::Hedge::when
+    pub fn when<W>(self, retryable: W) -> HedgeStream<F, P, When<W>, D>
+    where
+        W: FnMut(&F::Error) -> bool,
+    {
+        self.with_classify(When(retryable))
+    }
+
+    /// Decides what each copy's first item means: see [`Verdict`].
+    pub fn classify<K>(self, classify: K) -> HedgeStream<F, P, K, D>
+    where
+        K: FnMut(&Result<F::Ok, F::Error>) -> Verdict,
+    {
+        self.with_classify(classify)
+    }
+
+    fn with_classify<K>(self, classify: K) -> HedgeStream<F, P, K, D> {
+        HedgeStream {
+            factory: self.factory,
+            classify,
+            deadlines: self.deadlines,
+            copies: self.copies,
+            call: self.call,
+            committed: self.committed,
+        }
+    }
+
+    /// Bounds each copy's wait for its first item, as [`Hedge::attempt_timeout`] does.
+    ///
+    /// [`Hedge::attempt_timeout`]: crate::Hedge::attempt_timeout
+    pub fn attempt_timeout(self, timeout: Duration) -> HedgeStream<F, P, C, Timeouts>
+    where
+        D: IntoTimeouts,
+        F::Error: From<Elapsed>,
+    {
+        let mut deadlines = self.deadlines.timeouts();
+        deadlines.attempt = Some(timeout);
+        self.with_deadlines(deadlines)
+    }
+
+    /// Bounds the wait for a winning first item, as [`Hedge::timeout`] does; when it
+    /// passes, the stream yields the failure (or `E::from(Elapsed)`) and ends. It no
+    /// longer applies once the stream committed.
+    ///
+    /// [`Hedge::timeout`]: crate::Hedge::timeout
+    pub fn timeout(self, timeout: Duration) -> HedgeStream<F, P, C, Timeouts>
+    where
+        D: IntoTimeouts,
+        F::Error: From<Elapsed>,
+    {
+        let mut deadlines = self.deadlines.timeouts();
+        deadlines.total = Some(timeout);
+        self.with_deadlines(deadlines)
+    }
+
+    fn with_deadlines(self, deadlines: Timeouts) -> HedgeStream<F, P, C, Timeouts> {
+        HedgeStream {
+            factory: self.factory,
+            classify: self.classify,
+            deadlines,
+            copies: self.copies,
+            call: self.call,
+            committed: self.committed,
+        }
+    }
+}
+
+impl<F, P, C, D> Stream for HedgeStream<F, P, C, D>
+where
+    F: StreamFactory,
+    P: AsPolicy,
+    C: Classify<F::Ok, F::Error>,
+    D: Deadlines<F::Error>,
+{
+    type Item = Result<F::Ok, F::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.project();
+        let mut copies = this.copies;
+        if let Some(winner) = *this.committed {
+            // Committed: the winner's items, as they come.
+            let Some(stream) = copies.as_mut().get(winner) else {
+                return Poll::Ready(None);
+            };
+            let item = core::task::ready!(stream.poll_next(cx));
+            if item.is_none() {
+                copies.clear();
+            }
+            return Poll::Ready(item);
+        }
+        let Call { policy, race } = this.call;
+        let shared = policy.as_policy().shared();
+        let contest = &mut Streams(this.factory);
+        let first_poll = match race.phase {
+            Phase::Running => false,
+            // Ended without a winner.
+            Phase::Done => return Poll::Ready(None),
+            Phase::Idle => {
+                if let Some(finished) = copies.as_mut().start(race, contest, shared, cx) {
+                    let verdict = Race::verdict(&finished, this.classify);
+                    if verdict != Some(Verdict::Win) {
+                        copies.as_mut().drop_original();
+                    }
+                    let mut clock = Clock::new(&shared.timer);
+                    if let Some(end) = race.settle(0, finished, verdict, shared, &mut clock) {
+                        return Poll::Ready(conclude(copies, race, shared, end, this.committed));
+                    }
+                }
+                true
+            }
+        };
+        let driven = copies.as_mut().drive(
+            race,
+            contest,
+            this.classify,
+            this.deadlines,
+            shared,
+            cx,
+            first_poll,
+        );
+        driven.map(|end| conclude(copies, race, shared, end, this.committed))
+    }
+}
+
+/// Ends the race: commits to a winner (dropping every other copy), or drops every copy;
+/// records the call and yields what the stream yields next.
+fn conclude<S, Sl, T, E, Tm>(
+    mut copies: Pin<&mut Copies<S, Sl>>,
+    race: &mut Race<T, E>,
+    shared: &crate::policy::Shared<Tm>,
+    end: End<T, E>,
+    committed: &mut Option<usize>,
+) -> Option<Result<T, E>>
+where
+    Tm: Timer,
+{
+    let original_alive = copies.original_alive();
+    match &end {
+        End::Won { index, .. } => {
+            copies.as_mut().clear_except(*index);
+            *committed = Some(*index);
+        }
+        _ => copies.as_mut().clear(),
+    }
+    race.conclude(shared, &end, original_alive);
+    match end {
+        End::Won { result, .. } | End::Failed(result) => Some(result),
+        End::Empty => None,
+        #[cfg(feature = "std")]
+        End::Panicked(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// The copies of a [`HedgeStream`] are streams, racing for their first item.
+struct Streams<'f, F>(&'f mut F);
+
+impl<F: StreamFactory> Contest for Streams<'_, F> {
+    type Copy = F::Stream;
+    type Ok = F::Ok;
+    type Error = F::Error;
+    const KEEP_WINNER: bool = true;
+    const MAY_DECLINE: bool = F::MAY_DECLINE;
+
+    #[inline]
+    fn make(&mut self, attempt: Attempt) -> Option<F::Stream> {
+        self.0.make(attempt)
+    }
+
+    #[inline]
+    fn poll_copy(
+        copy: Pin<&mut F::Stream>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<F::Ok, F::Error>>> {
+        copy.poll_next(cx)
+    }
+}
+
+impl<F, P, C, D> FusedStream for HedgeStream<F, P, C, D>
+where
+    F: StreamFactory,
+    P: AsPolicy,
+    C: Classify<F::Ok, F::Error>,
+    D: Deadlines<F::Error>,
+{
+    fn is_terminated(&self) -> bool {
+        match self.committed {
+            Some(winner) => !self.copies.holds(winner),
+            None => self.call.race.phase == Phase::Done,
+        }
+    }
+}
+
+impl<F: StreamFactory, P: AsPolicy, C, D> fmt::Debug for HedgeStream<F, P, C, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let race = &self.call.race;
+        f.debug_struct("HedgeStream")
+            .field("phase", &race.phase)
+            .field("max_copies", &race.max_copies())
+            .field("launched", &race.launched())
+            .field("committed", &self.committed)
+            .finish_non_exhaustive()
+    }
+}
