@@ -10,7 +10,9 @@
 mod chart;
 mod engine;
 mod independent;
+mod queueing;
 mod report;
+mod servers;
 
 use std::time::Duration;
 
@@ -23,7 +25,12 @@ pub use chart::svg;
 #[allow(unused_imports)]
 pub use independent::{run, simulate, Kind, Report, Row, Workload};
 #[allow(unused_imports)]
-pub use report::{acceptance, table};
+pub use queueing::{
+    recommended, run_aborted, run_queueing, simulate_queue, unloaded_p95, Cluster, Level,
+    QueueReport, QueueRun, Scheme, SERVERS, UTILISATIONS,
+};
+#[allow(unused_imports)]
+pub use report::{acceptance, queue_table, table};
 
 const MS: Duration = Duration::from_millis(1);
 
