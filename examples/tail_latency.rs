@@ -1,6 +1,8 @@
 //! The tail-latency lab: what hedging does to p50/p99/p99.9 on four simulated workloads,
 //! with a fixed delay and an adaptive one, with and without a 5% budget, beside the ideal
-//! model (the same samples, zero overhead).
+//! model (the same samples, zero overhead); and on a fifth, a cluster of queueing
+//! replicas swept from 10% to 90% load, where extra copies are real load and tied
+//! requests join the rows.
 //!
 //! ```sh
 //! cargo run --release --example tail_latency                          # simulated, deterministic

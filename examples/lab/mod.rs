@@ -3,8 +3,8 @@
 //!
 //! Shared by `examples/tail_latency.rs` (which prints it) and `tests/lab.rs` (which asserts
 //! the acceptance lines on the very same figures). `engine` runs the calls; each workload
-//! family has its file; `report` turns runs into tables and acceptance lines, `chart` into
-//! the latency CDFs.
+//! family has its file (`independent` for (a)-(d), `queueing` and its `servers` for (e));
+//! `report` turns runs into tables and acceptance lines, `chart` into the latency CDFs.
 #![allow(dead_code)]
 
 mod chart;
