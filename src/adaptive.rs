@@ -220,23 +220,22 @@ impl LatencyTracker {
                     *sum += u64::from(count.load(Relaxed));
                 }
             }
-            window
-                .iter_mut()
-                .zip(&slot)
-                .for_each(|(sum, count)| *sum += count);
+            for (sum, count) in window.iter_mut().zip(&slot) {
+                *sum += count;
+            }
             if back < 2 && slot.iter().any(|&count| count > 0) {
                 newest += 1;
                 queueing += usize::from(is_queue(&slot));
             }
         }
-        let queueing = newest > 0 && queueing == newest;
-        let estimate = window_delay(
-            &window,
-            self.config.quantile,
-            self.config.min_samples,
-            queueing,
-        )
-        .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
+        // A queue is hedged only past its slowest recent latency.
+        let quantile = if newest > 0 && queueing == newest {
+            1.0
+        } else {
+            self.config.quantile
+        };
+        let estimate = window_delay(&window, quantile, self.config.min_samples)
+            .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
         // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
         let nanos = estimate.map_or(NO_ESTIMATE, nanos);
         self.estimate_nanos.store(nanos, Relaxed);
@@ -261,19 +260,12 @@ fn stripe() -> usize {
 }
 
 /// The delay a window of counts per bucket suggests, in microseconds: the upper edge of
-/// the bucket holding the `quantile`, or of the slowest bucket while the window is
-/// `queueing`. `None` with fewer than `min_samples` samples.
-fn window_delay(
-    window: &[u64; BUCKETS],
-    quantile: f64,
-    min_samples: u32,
-    queueing: bool,
-) -> Option<u64> {
+/// the bucket holding the `quantile`, or `None` with fewer than `min_samples` samples.
+fn window_delay(window: &[u64; BUCKETS], quantile: f64, min_samples: u32) -> Option<u64> {
     let total: u64 = window.iter().sum();
     if total == 0 || total < u64::from(min_samples) {
         return None;
     }
-    let quantile = if queueing { 1.0 } else { quantile };
     Some(bucket_at(window, total, quantile))
 }
 
