@@ -42,10 +42,40 @@ pub(crate) trait Contest {
     ) -> Poll<Option<Result<Self::Ok, Self::Error>>>;
 }
 
+/// How a poll of a call found its original.
+pub(crate) enum Opening<T, E> {
+    /// Started by an earlier poll: every copy in flight is to be polled.
+    Running,
+    /// Just started, and pending.
+    Pending,
+    /// Just started, and already finished without winning: to be settled.
+    Finished(Finished<T, E>, Option<Verdict>),
+}
+
 /// Copy k's place in the slab: the copy, boxed, and when it started.
 struct Slot<C> {
     copy: Option<Pin<Box<C>>>,
     started: Duration,
+}
+
+/// Copy k lives at `[k - 1]`; the slab is allocated at the first hedge, with room for
+/// every copy the call may start. `None` until then.
+struct Hedges<C>(Option<Vec<Slot<C>>>);
+
+impl<C> Drop for Hedges<C> {
+    // A call that never hedged pays one check: the slab's drop loop stays out of line.
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(slab) = self.0.take() {
+            drop_slab(slab);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_slab<T>(slab: Vec<T>) {
+    drop(slab);
 }
 
 /// The copies in flight and the one timer that schedules the next.
@@ -53,20 +83,56 @@ struct Slot<C> {
 pub(crate) struct Copies<C, S> {
     /// The original lives inline: a call it wins allocates nothing.
     #[pin]
-    original: Option<C>,
-    /// Copy k lives at `[k - 1]`; the slab is allocated at the first hedge, with room for
-    /// every copy the call may start.
-    hedges: Option<Vec<Slot<C>>>,
+    original: PinSlot<C>,
+    hedges: Hedges<C>,
     #[pin]
-    sleep: Option<S>,
+    sleep: PinSlot<S>,
+}
+
+/// An `Option` in a pinned place whose drop is one check when it is empty: what it
+/// holds is dropped out of line, so the drop of a call that finished stays small.
+#[pin_project(PinnedDrop)]
+struct PinSlot<T> {
+    #[pin]
+    value: Option<T>,
+}
+
+#[pin_project::pinned_drop]
+impl<T> PinnedDrop for PinSlot<T> {
+    fn drop(self: Pin<&mut Self>) {
+        if self.value.is_some() {
+            empty(self.project().value);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn empty<T>(mut slot: Pin<&mut Option<T>>) {
+    slot.set(None);
+}
+
+impl<T> PinSlot<T> {
+    const fn new() -> Self {
+        PinSlot { value: None }
+    }
+
+    fn is_some(&self) -> bool {
+        self.value.is_some()
+    }
+
+    #[inline]
+    fn get(self: Pin<&mut Self>) -> Pin<&mut Option<T>> {
+        self.project().value
+    }
 }
 
 impl<C, S> Copies<C, S> {
     pub(crate) const fn new() -> Self {
         Copies {
-            original: None,
-            hedges: None,
-            sleep: None,
+            original: PinSlot::new(),
+            hedges: Hedges(None),
+            sleep: PinSlot::new(),
         }
     }
 
@@ -76,29 +142,30 @@ impl<C, S> Copies<C, S> {
     }
 
     /// Drops every copy and the timer.
+    #[inline]
     pub(crate) fn clear(self: Pin<&mut Self>) {
         let mut this = self.project();
-        this.original.set(None);
-        if let Some(slab) = this.hedges {
+        this.original.as_mut().get().set(None);
+        if let Some(slab) = &mut this.hedges.0 {
             slab.clear();
         }
-        this.sleep.set(None);
+        this.sleep.as_mut().get().set(None);
     }
 
     /// Drops every copy but `winner`, and the timer.
     pub(crate) fn clear_except(self: Pin<&mut Self>, winner: usize) {
         let mut this = self.project();
         if winner != 0 {
-            this.original.set(None);
+            this.original.as_mut().get().set(None);
         }
-        if let Some(slab) = this.hedges {
+        if let Some(slab) = &mut this.hedges.0 {
             for (slot, index) in slab.iter_mut().zip(1..) {
                 if index != winner {
                     slot.copy = None;
                 }
             }
         }
-        this.sleep.set(None);
+        this.sleep.as_mut().get().set(None);
     }
 
     /// Whether copy `index` is alive.
@@ -107,6 +174,7 @@ impl<C, S> Copies<C, S> {
             0 => self.original.is_some(),
             _ => self
                 .hedges
+                .0
                 .as_ref()
                 .and_then(|slab| slab.get(index - 1))
                 .is_some_and(|slot| slot.copy.is_some()),
@@ -117,9 +185,10 @@ impl<C, S> Copies<C, S> {
     pub(crate) fn get(self: Pin<&mut Self>, index: usize) -> Option<Pin<&mut C>> {
         let this = self.project();
         match index {
-            0 => this.original.as_pin_mut(),
+            0 => this.original.get().as_pin_mut(),
             _ => this
                 .hedges
+                .0
                 .as_mut()?
                 .get_mut(index - 1)?
                 .copy
@@ -130,48 +199,59 @@ impl<C, S> Copies<C, S> {
 }
 
 impl<C, S: Future<Output = ()>> Copies<C, S> {
-    /// Starts the original copy and polls it once: how it finished, or `None` while it
-    /// runs. A finished original is still in its place: see [`Copies::drop_original`].
+    /// Starts the original copy and polls it once. A finished original is still in its
+    /// place: see [`Copies::drop_original`].
     #[inline]
     pub(crate) fn start<K, Tm>(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         race: &mut Race<K::Ok, K::Error>,
         contest: &mut K,
         shared: &Shared<Tm>,
         cx: &mut Context<'_>,
-    ) -> Option<Finished<K::Ok, K::Error>>
+    ) -> Poll<Finished<K::Ok, K::Error>>
     where
         K: Contest<Copy = C>,
     {
         let attempt = race.begin(shared);
-        let catch = shared.catch_unwind;
-        match make(contest, attempt, catch) {
+        match make(contest, attempt, shared.catch_unwind) {
             Ok(Some(copy)) => {
-                let mut original = self.project().original;
-                original.set(Some(copy));
-                let copy = original.as_pin_mut()?;
-                match poll::<K>(copy, cx, catch) {
-                    Poll::Pending => None,
-                    Poll::Ready(finished) => Some(finished),
-                }
+                self.as_mut().project().original.get().set(Some(copy));
+                self.poll_original::<K, Tm>(shared, cx)
             }
             Ok(None) => panic!(
                 "the original copy cannot be declined: the factory returned `None` for attempt 0"
             ),
             // A caught factory panic is a copy that failed at once.
-            Err(panicked) => Some(panicked),
+            Err(panicked) => Poll::Ready(panicked),
+        }
+    }
+
+    /// Polls the original, which must be in flight.
+    #[inline]
+    pub(crate) fn poll_original<K, Tm>(
+        self: Pin<&mut Self>,
+        shared: &Shared<Tm>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Finished<K::Ok, K::Error>>
+    where
+        K: Contest<Copy = C>,
+    {
+        match self.project().original.get().as_pin_mut() {
+            Some(copy) => poll::<K>(copy, cx, shared.catch_unwind),
+            None => unreachable!("the original is in flight"),
         }
     }
 
     /// Drops the original copy.
     #[inline]
     pub(crate) fn drop_original(self: Pin<&mut Self>) {
-        self.project().original.set(None);
+        self.project().original.get().set(None);
     }
 
-    /// Polls every copy in flight (unless `first_poll`: the original was just polled),
-    /// then does what the race says until it waits or ends.
+    /// Polls every copy in flight (or settles the original, just started), then does
+    /// what the race says until it waits or ends.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn drive<K, Cl, D, Tm>(
         mut self: Pin<&mut Self>,
         race: &mut Race<K::Ok, K::Error>,
@@ -180,7 +260,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         deadlines: &D,
         shared: &Shared<Tm>,
         cx: &mut Context<'_>,
-        first_poll: bool,
+        opening: Opening<K::Ok, K::Error>,
     ) -> Poll<End<K::Ok, K::Error>>
     where
         K: Contest<Copy = C>,
@@ -189,13 +269,17 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         Tm: Timer<Sleep = S>,
     {
         let mut clock = Clock::new(&shared.timer);
-        if !first_poll {
-            if let Some(end) = self
+        let settled = match opening {
+            Opening::Running => self
                 .as_mut()
-                .poll_each::<K, _, _>(race, classify, shared, &mut clock, cx)
-            {
-                return Poll::Ready(end);
+                .poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
+            Opening::Pending => None,
+            Opening::Finished(finished, verdict) => {
+                race.settle(0, finished, verdict, shared, &mut clock)
             }
+        };
+        if let Some(end) = settled {
+            return Poll::Ready(end);
         }
         loop {
             let oldest_start = match deadlines.attempt() {
@@ -208,7 +292,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                 Next::Wait => return Poll::Pending,
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
-                    let mut sleep = self.as_mut().project().sleep;
+                    let mut sleep = self.as_mut().project().sleep.get();
                     if let Some(after) = rearm {
                         match sleep.as_mut().as_pin_mut() {
                             Some(armed) => shared.timer.reset(armed, after),
@@ -222,7 +306,9 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                     let deadline = race.fired();
                     clock.fired_at(deadline);
                 }
-                Next::Expire { cutoff } => self.as_mut().expire(race, cutoff, deadlines, shared),
+                Next::Expire { now, attempt } => {
+                    self.as_mut().expire(race, now, attempt, deadlines, shared);
+                }
                 Next::Start(attempt) => {
                     let launched = self
                         .as_mut()
@@ -238,7 +324,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// When copy `index` started.
     fn started<T, E>(&self, race: &Race<T, E>, index: usize) -> Duration {
         let first_start = race.first_start().unwrap_or_default();
-        match (index, &self.hedges) {
+        match (index, &self.hedges.0) {
             (1.., Some(slab)) => slab.get(index - 1).map_or(first_start, |slot| slot.started),
             _ => first_start,
         }
@@ -261,18 +347,18 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     {
         let catch = shared.catch_unwind;
         let mut this = self.as_mut().project();
-        if let Some(copy) = this.original.as_mut().as_pin_mut() {
+        if let Some(copy) = this.original.as_mut().get().as_pin_mut() {
             if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
                 let verdict = Race::verdict(&finished, classify);
                 if !(K::KEEP_WINNER && verdict == Some(Verdict::Win)) {
-                    this.original.set(None);
+                    this.original.as_mut().get().set(None);
                 }
                 if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
                     return Some(end);
                 }
             }
         }
-        let slab = this.hedges.as_deref_mut().unwrap_or_default();
+        let slab = this.hedges.0.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if let Some(end) = poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
             {
@@ -336,6 +422,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         let slab = self
             .project()
             .hedges
+            .0
             .get_or_insert_with(|| Vec::with_capacity(max_copies - 1));
         match made {
             Ok(copy) => {
@@ -358,30 +445,32 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         }
     }
 
-    /// Drops the copies in flight that started at or before `cutoff`: their attempt
-    /// timeout passed. Copies start in index order, so the first younger one stops it.
+    /// Drops the copies in flight whose `attempt` timeout passed by `now`. Copies start
+    /// in index order, so the first younger one stops it.
     fn expire<T, E, D, Tm>(
         self: Pin<&mut Self>,
         race: &mut Race<T, E>,
-        cutoff: Duration,
+        now: Duration,
+        attempt: Duration,
         deadlines: &D,
         shared: &Shared<Tm>,
     ) where
         D: Deadlines<E>,
         Tm: Timer,
     {
+        let timed_out = |started: Duration| started.saturating_add(attempt) <= now;
         let mut this = self.project();
         if this.original.is_some() {
-            if race.first_start().is_some_and(|started| started > cutoff) {
+            if !timed_out(race.first_start().unwrap_or_default()) {
                 return;
             }
-            this.original.set(None);
+            this.original.as_mut().get().set(None);
             race.timed_out(0, deadlines, shared);
         }
-        let slab = this.hedges.as_deref_mut().unwrap_or_default();
+        let slab = this.hedges.0.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if slot.copy.is_some() {
-                if slot.started > cutoff {
+                if !timed_out(slot.started) {
                     return;
                 }
                 slot.copy = None;

@@ -51,9 +51,10 @@ pub(crate) enum Next<T, E> {
     /// Start copy `attempt.index()` now: ask [`Race::admit`], make it, then report
     /// [`Race::started`] or [`Race::declined`].
     Start(Attempt),
-    /// Drop every copy in flight that started at or before `cutoff`, in index order, and
-    /// report each with [`Race::timed_out`]: their attempt timeout passed.
-    Expire { cutoff: Duration },
+    /// Drop every copy in flight whose attempt timeout passed by `now` (it started
+    /// `attempt` or more before), in index order, and report each with
+    /// [`Race::timed_out`].
+    Expire { now: Duration, attempt: Duration },
     /// Poll the timer: re-armed first to fire `after` from now when `rearm` is set, and
     /// reported with [`Race::fired`] if it fired.
     Sleep { rearm: Option<Duration> },
@@ -161,23 +162,68 @@ pub(crate) struct Race<T, E> {
     permits: u8,
     /// Why the copy of the last [`Next::Start`] starts.
     reason: Reason,
-    /// Where the copy of the last [`Next::Start`] sits in the schedule: its due time, or
-    /// when it starts early.
-    anchor: Duration,
     /// Whether a `RetryAfter` holds the next copy until its due time.
     held: bool,
     /// Bit k: copy k is in flight.
     in_flight: u64,
-    /// When the original first said `Pending`; `None` until the call needs the time.
-    first_start: Option<Duration>,
+    /// `None` until the call needs the time: a call answered at once never reads a clock.
+    times: Option<Times>,
+    /// The lowest-index failure, or failing that the lowest-index caught panic, or the
+    /// lowest-index withdrawn result.
+    kept: KeptSlot<T, E>,
+}
+
+/// The race's times, from when its clock starts: the original's first `Pending`.
+struct Times {
+    /// When the original first said `Pending`.
+    first_start: Duration,
     /// The newest copy's start by the schedule: its due time, or when it started early.
     last_start: Duration,
+    /// Where the copy of the last [`Next::Start`] sits in the schedule: its due time, or
+    /// when it starts early.
+    anchor: Duration,
     next_due: Due,
     /// The deadline the timer is armed for.
     armed_at: Option<Duration>,
-    /// The lowest-index failure, or failing that the lowest-index caught panic, or the
-    /// lowest-index withdrawn result.
-    kept: Option<Kept<T, E>>,
+}
+
+impl Times {
+    /// When copy `copy` is due by the clock, computed once per copy; `None` when the
+    /// clock never starts it.
+    fn next_due<Tm>(&mut self, shared: &Shared<Tm>, copy: u8) -> Option<Duration> {
+        if self.next_due == Due::Unknown {
+            let due = shared
+                .schedule
+                .due(copy.into(), self.last_start, self.first_start);
+            self.next_due = match due {
+                // A due time that saturated is past the end of time: it never comes.
+                Some(due) if due < Duration::MAX => Due::At(due),
+                _ => Due::Never,
+            };
+        }
+        match self.next_due {
+            Due::At(due) => Some(due),
+            Due::Unknown | Due::Never => None,
+        }
+    }
+}
+
+/// The kept result's place: a race that kept nothing drops it with one check.
+struct KeptSlot<T, E>(Option<Kept<T, E>>);
+
+impl<T, E> Drop for KeptSlot<T, E> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(kept) = self.0.take() {
+            drop_kept(kept);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_kept<T, E>(kept: Kept<T, E>) {
+    drop(kept);
 }
 
 impl<T, E> Race<T, E> {
@@ -191,14 +237,10 @@ impl<T, E> Race<T, E> {
             refused: 0,
             permits: 0,
             reason: Reason::Due,
-            anchor: Duration::ZERO,
             held: false,
             in_flight: 0,
-            first_start: None,
-            last_start: Duration::ZERO,
-            next_due: Due::Unknown,
-            armed_at: None,
-            kept: None,
+            times: None,
+            kept: KeptSlot(None),
         }
     }
 
@@ -235,23 +277,25 @@ impl<T, E> Race<T, E> {
 
     /// When the original started, once the clock runs.
     pub(crate) fn first_start(&self) -> Option<Duration> {
-        self.first_start
+        self.times.as_ref().map(|times| times.first_start)
     }
 
-    /// Starts the call's clock unless it runs already; returns its start.
-    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> Duration {
-        match self.first_start {
-            Some(first_start) => first_start,
-            None => {
-                let now = clock.now();
-                self.first_start = Some(now);
-                self.last_start = now;
-                now
+    /// Starts the call's clock unless it runs already.
+    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
+        self.times.get_or_insert_with(|| {
+            let now = clock.now();
+            Times {
+                first_start: now,
+                last_start: now,
+                anchor: now,
+                next_due: Due::Unknown,
+                armed_at: None,
             }
-        }
+        })
     }
 
     /// What to do next, given the copies in flight and when the oldest of them started.
+    #[inline]
     pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
         &mut self,
         shared: &Shared<Tm>,
@@ -269,29 +313,37 @@ impl<T, E> Race<T, E> {
                 return Next::Wait;
             }
         }
-        let first_start = self.start_clock(clock);
-        if can_start && !self.held && (self.in_flight == 0 || self.owed > 0) {
+        let (launched, in_flight, held, owed) =
+            (self.launched, self.in_flight, self.held, self.owed);
+        let times = self.start_clock(clock);
+        let first_start = times.first_start;
+        if can_start && !held && (in_flight == 0 || owed > 0) {
             // Every copy failed, or a failure is to be replaced: the next starts now.
             let now = clock.now();
-            let reason = if self.in_flight == 0 {
+            let reason = if in_flight == 0 {
                 Reason::NoneInFlight
             } else {
                 Reason::Replace
             };
-            return self.start(reason, now.max(self.last_start), now);
+            let anchor = now.max(times.last_start);
+            return self.start(reason, anchor, now);
         }
         let due = if can_start {
-            self.next_due(shared)
+            times.next_due(shared, launched)
         } else {
             None
         };
+        let armed_at = times.armed_at;
+        // A deadline that saturated is past the end of time: it never comes.
         let attempt_deadline = deadlines
             .attempt()
             .zip(oldest_start)
-            .map(|(attempt, started)| started.saturating_add(attempt));
+            .map(|(attempt, started)| started.saturating_add(attempt))
+            .filter(|deadline| *deadline < Duration::MAX);
         let total_deadline = deadlines
             .total()
-            .map(|total| first_start.saturating_add(total));
+            .map(|total| first_start.saturating_add(total))
+            .filter(|deadline| *deadline < Duration::MAX);
         let earliest = [due, attempt_deadline, total_deadline]
             .into_iter()
             .flatten()
@@ -304,7 +356,7 @@ impl<T, E> Race<T, E> {
                 Next::Wait
             };
         };
-        if self.armed_at == Some(earliest) {
+        if armed_at == Some(earliest) {
             return Next::Sleep { rearm: None };
         }
         let now = clock.now();
@@ -313,46 +365,30 @@ impl<T, E> Race<T, E> {
         }
         if let (Some(attempt), Some(deadline)) = (deadlines.attempt(), attempt_deadline) {
             if now >= deadline {
-                return Next::Expire {
-                    cutoff: now.saturating_sub(attempt),
-                };
+                return Next::Expire { now, attempt };
             }
         }
         if let Some(due) = due.filter(|due| *due <= now) {
             return self.start(Reason::Due, due, now);
         }
-        self.armed_at = Some(earliest);
+        if let Some(times) = &mut self.times {
+            times.armed_at = Some(earliest);
+        }
         Next::Sleep {
             rearm: Some(earliest - now),
-        }
-    }
-
-    /// When copy `launched` is due by the clock, computed once per copy; `None` when the
-    /// clock never starts it.
-    fn next_due<Tm: Timer>(&mut self, shared: &Shared<Tm>) -> Option<Duration> {
-        if self.next_due == Due::Unknown {
-            let first_start = self.first_start.unwrap_or(self.last_start);
-            self.next_due =
-                match shared
-                    .schedule
-                    .due(self.launched.into(), self.last_start, first_start)
-                {
-                    // A due time that saturated is past the end of time: it never comes.
-                    Some(due) if due < Duration::MAX => Due::At(due),
-                    _ => Due::Never,
-                };
-        }
-        match self.next_due {
-            Due::At(due) => Some(due),
-            Due::Unknown | Due::Never => None,
         }
     }
 
     /// Asks for copy `launched` to start now, anchored to `anchor` in the schedule.
     fn start(&mut self, reason: Reason, anchor: Duration, now: Duration) -> Next<T, E> {
         self.reason = reason;
-        self.anchor = anchor;
-        let first_start = self.first_start.unwrap_or(now);
+        let first_start = match &mut self.times {
+            Some(times) => {
+                times.anchor = anchor;
+                times.first_start
+            }
+            None => now,
+        };
         Next::Start(Attempt::new(
             self.launched.into(),
             self.max_copies.into(),
@@ -390,7 +426,9 @@ impl<T, E> Race<T, E> {
         match self.reason {
             // No more timed copies for this call; a failure may still ask.
             Reason::Due => {
-                self.next_due = Due::Never;
+                if let Some(times) = &mut self.times {
+                    times.next_due = Due::Never;
+                }
                 self.held = false;
             }
             // Nothing in flight and nothing may start: the race ends.
@@ -410,10 +448,12 @@ impl<T, E> Race<T, E> {
     /// The copy of the last [`Next::Start`] was made: it is in flight.
     pub(crate) fn started<Tm>(&mut self, shared: &Shared<Tm>) {
         let index = self.launched;
-        self.last_start = self.anchor;
+        if let Some(times) = &mut self.times {
+            times.last_start = times.anchor;
+            times.next_due = Due::Unknown;
+        }
         self.launched += 1;
         self.in_flight |= 1 << index;
-        self.next_due = Due::Unknown;
         self.held = false;
         self.owed = self.owed.saturating_sub(1);
         shared.counters.add(&[Counter::Hedges]);
@@ -422,14 +462,16 @@ impl<T, E> Race<T, E> {
     /// The factory declined the copy of the last [`Next::Start`]: no more copies start.
     pub(crate) fn declined(&mut self) {
         self.max_copies = self.launched;
-        self.next_due = Due::Never;
+        if let Some(times) = &mut self.times {
+            times.next_due = Due::Never;
+        }
         self.held = false;
         self.owed = 0;
     }
 
     /// The timer fired; returns the deadline it was armed for.
     pub(crate) fn fired(&mut self) -> Option<Duration> {
-        self.armed_at.take()
+        self.times.as_mut()?.armed_at.take()
     }
 
     /// The verdict on a finished copy; `None` when it left without a result.
@@ -448,6 +490,7 @@ impl<T, E> Race<T, E> {
 
     /// Books copy `index` as finished with `verdict` (from [`Race::verdict`]); `Some` when
     /// it ends the race. A hedge that lost is already dropped: its budget slot comes back.
+    #[inline]
     pub(crate) fn settle<Tm: Timer>(
         &mut self,
         index: usize,
@@ -460,6 +503,26 @@ impl<T, E> Race<T, E> {
         if index > 0 && self.permits > 0 {
             self.release_slot(shared);
         }
+        match (finished, verdict) {
+            // The common end, kept inline: the rest of the bookkeeping is for losers.
+            (Finished::Item(result), Some(Verdict::Win)) => {
+                shared.copy_won();
+                Some(End::Won { index, result })
+            }
+            (finished, verdict) => self.settle_loss(index, finished, verdict, shared, clock),
+        }
+    }
+
+    /// [`Race::settle`] for every end but a win.
+    #[inline(never)]
+    fn settle_loss<Tm: Timer>(
+        &mut self,
+        index: usize,
+        finished: Finished<T, E>,
+        verdict: Option<Verdict>,
+        shared: &Shared<Tm>,
+        clock: &mut Clock<'_, Tm>,
+    ) -> Option<End<T, E>> {
         let (result, verdict) = match (finished, verdict) {
             (Finished::Item(result), Some(verdict)) => (result, verdict),
             (Finished::Item(_), None) => unreachable!("a result always has a verdict"),
@@ -491,7 +554,7 @@ impl<T, E> Race<T, E> {
                 if self.launched < self.max_copies {
                     // The server's word beats the schedule and every early start.
                     let due = clock.now().saturating_add(after);
-                    self.next_due = if due < Duration::MAX {
+                    self.start_clock(clock).next_due = if due < Duration::MAX {
                         Due::At(due)
                     } else {
                         Due::Never
@@ -555,10 +618,23 @@ impl<T, E> Race<T, E> {
         shared.release_slots(1);
     }
 
+    #[cold]
+    fn release_all_slots<Tm>(&mut self, shared: &Shared<Tm>) {
+        shared.release_slots(self.permits.into());
+        self.permits = 0;
+    }
+
+    /// Whether the call runs its original alone, with nothing to schedule: hedging is off
+    /// for it (`max_copies` 1, or a missed probability roll) and its clock never started.
+    #[inline]
+    pub(crate) fn alone(&self) -> bool {
+        self.max_copies == 1 && self.times.is_none()
+    }
+
     /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
     /// lower index wins.
     fn keep(&mut self, index: usize, lost: Lost<T, E>) {
-        let better = match &self.kept {
+        let better = match &self.kept.0 {
             None => true,
             Some(kept) => {
                 (lost.rank(), core::cmp::Reverse(index))
@@ -566,7 +642,7 @@ impl<T, E> Race<T, E> {
             }
         };
         if better {
-            self.kept = Some(Kept {
+            self.kept.0 = Some(Kept {
                 index: index as u8,
                 lost,
             });
@@ -575,7 +651,7 @@ impl<T, E> Race<T, E> {
 
     /// How the race ends when every copy finished and none won.
     fn give_up(&mut self) -> End<T, E> {
-        match self.kept.take().map(|kept| kept.lost) {
+        match self.kept.0.take().map(|kept| kept.lost) {
             Some(Lost::Failed(result) | Lost::Withdrawn(result)) => End::Failed(result),
             #[cfg(feature = "std")]
             Some(Lost::Panicked(panic)) => End::Panicked(panic),
@@ -586,7 +662,7 @@ impl<T, E> Race<T, E> {
     /// How the race ends when its total timeout passed: the kept failure, if a real one,
     /// else the call's `Elapsed` error.
     fn time_out_call<D: Deadlines<E>>(&mut self, deadlines: &D) -> End<T, E> {
-        match self.kept.take().map(|kept| kept.lost) {
+        match self.kept.0.take().map(|kept| kept.lost) {
             Some(Lost::Failed(result)) => End::Failed(result),
             _ => End::Failed(Err(deadlines.elapsed())),
         }
@@ -595,6 +671,7 @@ impl<T, E> Race<T, E> {
     /// Records the end of the race once the poller dropped its copies (all of them, or
     /// all but a stream's winner): the original's latency, the budget slots, the stats.
     /// `original_alive`: whether the original was still running when the race ended.
+    #[inline]
     pub(crate) fn conclude<Tm: Timer>(
         &mut self,
         shared: &Shared<Tm>,
@@ -602,21 +679,19 @@ impl<T, E> Race<T, E> {
         original_alive: bool,
     ) {
         // The clock runs only once a call waited: an instant answer skips all of this.
-        if let (Some(first_start), Some(tracker)) = (self.first_start, shared.schedule.tracker()) {
+        if let (Some(first_start), Some(_)) = (self.first_start(), shared.schedule.tracker()) {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
-                let now = shared.timer.now();
-                tracker.record(now.saturating_sub(first_start), now);
+                record_latency(shared, first_start);
             }
         }
         // Losers first, then their budget slots: a slot is held exactly while its copy lives.
         if self.permits > 0 {
-            shared.release_slots(self.permits.into());
-            self.permits = 0;
+            self.release_all_slots(shared);
         }
         // A failure kept in case no copy won goes with the other losers.
-        self.kept = None;
+        self.kept.0 = None;
         self.phase = Phase::Done;
         let (outcome, hedge_win) = match end {
             End::Won { index, .. } => {
@@ -629,6 +704,15 @@ impl<T, E> Race<T, E> {
         shared.counters.add(&counters[..1 + usize::from(hedge_win)]);
     }
 
+    /// The end of a call whose original won while it was the only copy started and the
+    /// call's clock never ran: nothing to give back, nothing to record but the win.
+    #[inline]
+    pub(crate) fn won_alone<Tm>(&mut self, shared: &Shared<Tm>) {
+        self.phase = Phase::Done;
+        shared.counters.add(&[Counter::Wins]);
+        shared.copy_won();
+    }
+
     /// Gives back the slots of a call dropped mid-race, after its copies were dropped.
     #[cold]
     pub(crate) fn cancel<Tm>(&mut self, shared: &Shared<Tm>) {
@@ -637,5 +721,15 @@ impl<T, E> Race<T, E> {
             self.permits = 0;
         }
         shared.counters.add(&[Counter::Cancelled]);
+    }
+}
+
+/// Records the original's latency with the adaptive delay's tracker.
+#[cold]
+#[inline(never)]
+fn record_latency<Tm: Timer>(shared: &Shared<Tm>, first_start: Duration) {
+    if let Some(tracker) = shared.schedule.tracker() {
+        let now = shared.timer.now();
+        tracker.record(now.saturating_sub(first_start), now);
     }
 }
