@@ -9,7 +9,8 @@
 //! a delay read is one atomic load and a recording is one `fetch_add` (two on a slot
 //! change per quarter window).
 //!
-//! The estimate hedges stragglers, not a queue. When, in each of the two newest slots,
+//! The estimate hedges stragglers, not a queue. When, in each of the two newest slots
+//! that hold latencies,
 //! more than a tenth of the latencies exceed four times the slot's median, the slow calls
 //! are a crowd: the backend is queueing, and extra copies would only lengthen the queue.
 //! The estimate is then the window's slowest latency, so only calls slower than any recent

@@ -235,7 +235,8 @@ impl<T> PolicyBuilder<T> {
     /// # Queueing
     ///
     /// The delay hedges stragglers, not a queue. When, in each of the two newest quarter
-    /// windows, more than a tenth of the latencies exceed four times that quarter's median,
+    /// windows that hold latencies (or the only one so far), more than a tenth of the
+    /// latencies exceed four times that quarter's median,
     /// the slow calls are a crowd: the backend is queueing, and extra copies would only
     /// lengthen its queues. The delay is then the window's slowest latency (within
     /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged. A

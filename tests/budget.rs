@@ -651,3 +651,35 @@ fn min_per_second_never_lifts_max_outstanding() {
     drop(calls);
     assert_eq!(budget.outstanding(), 0);
 }
+
+#[test]
+fn a_declining_factory_that_panics_gives_back_no_other_copy_s_slot() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).max_outstanding(1);
+    let policy = Policy::builder()
+        .max_copies(4)
+        .parallel()
+        .catch_unwind(true)
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    // Copies 0 and 1 never answer; copy 2's factory panics before it asks the budget;
+    // copy 3 would answer at once, if the budget let it start.
+    let factory = |a: Attempt| -> Option<Copy> {
+        match a.index() {
+            2 => panic!("the factory of copy 2 fails"),
+            3 => Some(Box::pin(async { Ok(3) })),
+            _ => Some(Box::pin(std::future::pending())),
+        }
+    };
+    let mut call = Driver::new(factory.hedged(&policy));
+    assert_eq!(call.poll(), Poll::Pending, "copy 1 holds the only slot");
+    assert_eq!(budget.outstanding(), 1);
+    assert_eq!(
+        policy.stats().hedges,
+        2,
+        "copies 1 and 2 started; 3 was refused"
+    );
+    drop(call);
+    assert_eq!(budget.outstanding(), 0);
+}

@@ -84,8 +84,8 @@ impl<T, E> Race<T, E> {
         clock: &mut Clock<'_, Tm>,
     ) -> Option<End<T, E>> {
         self.in_flight &= !(1 << index);
-        if index > 0 && self.permits > 0 {
-            self.release_slot(shared);
+        if self.slots != 0 {
+            self.release_slot(index, shared);
         }
         match (finished, verdict) {
             // The common end, kept inline: the rest of the bookkeeping is for losers.
@@ -166,8 +166,8 @@ impl<T, E> Race<T, E> {
         shared: &Shared<Tm>,
     ) {
         self.in_flight &= !(1 << index);
-        if index > 0 && self.permits > 0 {
-            self.release_slot(shared);
+        if self.slots != 0 {
+            self.release_slot(index, shared);
         }
         let elapsed = Lost::Failed(Err(deadlines.elapsed()));
         self.failed(index, Some(elapsed), true, shared);
@@ -196,16 +196,20 @@ impl<T, E> Race<T, E> {
         }
     }
 
+    /// Gives back copy `index`'s slot, if it holds one: it was just dropped.
     #[cold]
-    fn release_slot<Tm>(&mut self, shared: &Shared<Tm>) {
-        self.permits -= 1;
-        shared.release_slots(1);
+    fn release_slot<Tm>(&mut self, index: usize, shared: &Shared<Tm>) {
+        if self.slots & (1 << index) != 0 {
+            self.slots &= !(1 << index);
+            shared.release_slots(1);
+        }
     }
 
+    /// Gives back every slot the call's copies hold, once they were dropped.
     #[cold]
     fn release_all_slots<Tm>(&mut self, shared: &Shared<Tm>) {
-        shared.release_slots(self.permits.into());
-        self.permits = 0;
+        shared.release_slots(self.slots.count_ones());
+        self.slots = 0;
     }
 
     /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
@@ -264,7 +268,7 @@ impl<T, E> Race<T, E> {
             }
         }
         // Losers first, then their budget slots: a slot is held exactly while its copy lives.
-        if self.permits > 0 {
+        if self.slots != 0 {
             self.release_all_slots(shared);
         }
         // A failure kept in case no copy won goes with the other losers.
@@ -293,9 +297,8 @@ impl<T, E> Race<T, E> {
     /// Gives back the slots of a call dropped mid-race, after its copies were dropped.
     #[cold]
     pub(crate) fn cancel<Tm>(&mut self, shared: &Shared<Tm>) {
-        if self.permits > 0 {
-            shared.release_slots(self.permits.into());
-            self.permits = 0;
+        if self.slots != 0 {
+            self.release_all_slots(shared);
         }
         shared.counters.add(&[Counter::Cancelled]);
     }

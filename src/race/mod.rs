@@ -134,15 +134,15 @@ pub(crate) struct Race<T, E> {
     /// One more than the index of the copy the budget last refused (0: none), so a copy
     /// refused twice is counted once.
     refused: u8,
-    /// The budget's `max_outstanding` slots this call holds: one per copy in flight
-    /// beyond the first.
-    permits: u8,
     /// Why the copy of the last [`Next::Start`] starts.
     reason: Reason,
     /// Whether a `RetryAfter` holds the next copy until its due time.
     held: bool,
     /// Bit k: copy k is in flight.
     in_flight: u64,
+    /// Bit k: copy k holds one of the budget's `max_outstanding` slots, from its start
+    /// until it is dropped.
+    slots: u64,
     /// `None` until the call needs the time: a call answered at once never reads a clock.
     times: Option<Times>,
     /// The lowest-index failure, or failing that the lowest-index caught panic, or the
@@ -194,10 +194,10 @@ impl<T, E> Race<T, E> {
             launched: 0,
             owed: 0,
             refused: 0,
-            permits: 0,
             reason: Reason::Due,
             held: false,
             in_flight: 0,
+            slots: 0,
             times: None,
             kept: KeptSlot(None),
         }
@@ -357,7 +357,7 @@ impl<T, E> Race<T, E> {
     ) -> bool {
         match shared.admit_hedge(|| clock.now()) {
             Ok(holds_slot) => {
-                self.permits += u8::from(holds_slot);
+                self.slots |= u64::from(holds_slot) << self.launched;
                 true
             }
             Err(_) => {
@@ -376,7 +376,7 @@ impl<T, E> Race<T, E> {
         }
         crate::trace::budget_refused(shared.name, self.launched.into(), self.max_copies.into());
         match self.reason {
-            // No more timed copies for this call; a failure may still ask.
+            // No timed copy until another starts (a failure may still ask for this one).
             Reason::Due => {
                 if let Some(times) = &mut self.times {
                     times.next_due = Due::Never;
