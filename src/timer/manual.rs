@@ -1,10 +1,11 @@
 //! [`ManualTimer`]: virtual time for deterministic tests.
 
 use core::fmt;
+use core::ops::Bound;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
@@ -16,6 +17,9 @@ use super::Timer;
 /// Clones share one clock. `advance` moves it forward and wakes every sleep that is due,
 /// so a test can say exactly when a hedge goes out without sleeping on the real clock.
 /// It also counts the sleeps it made, which lets a test check that a call armed no timer.
+/// Sleeps are kept in deadline order, so `advance` and `next_deadline` touch only the
+/// sleeps that are due, however many are alive: a simulation with thousands of calls in
+/// flight stays fast.
 ///
 /// ```
 /// use std::time::Duration;
@@ -44,6 +48,9 @@ struct Clock {
     next_id: u64,
     sleeps_created: u64,
     sleeps: BTreeMap<u64, Registration>,
+    /// `(deadline, id)` of every live sleep no `advance` has reached yet, so finding the
+    /// next deadline and the due sleeps touches only those, not every live sleep.
+    pending: BTreeSet<(Duration, u64)>,
 }
 
 struct Registration {
@@ -70,13 +77,23 @@ impl ManualTimer {
         let due: Vec<Waker> = {
             let mut clock = self.lock();
             clock.now = clock.now.saturating_add(by);
-            let now = clock.now;
-            clock
-                .sleeps
-                .values_mut()
-                .filter(|sleep| sleep.deadline <= now)
-                .filter_map(|sleep| sleep.waker.take())
-                .collect()
+            let Clock {
+                now,
+                sleeps,
+                pending,
+                ..
+            } = &mut *clock;
+            let mut due = Vec::new();
+            while let Some(&(deadline, id)) = pending.first() {
+                if deadline > *now {
+                    break;
+                }
+                pending.pop_first();
+                if let Some(waker) = sleeps.get_mut(&id).and_then(|sleep| sleep.waker.take()) {
+                    due.push(waker);
+                }
+            }
+            due
         };
         due.into_iter().for_each(Waker::wake);
     }
@@ -86,13 +103,11 @@ impl ManualTimer {
     /// A simulation advances to it to run the next event.
     pub fn next_deadline(&self) -> Option<Duration> {
         let clock = self.lock();
-        let now = clock.now;
         clock
-            .sleeps
-            .values()
-            .map(|sleep| sleep.deadline)
-            .filter(|deadline| *deadline > now)
-            .min()
+            .pending
+            .range((Bound::Excluded((clock.now, u64::MAX)), Bound::Unbounded))
+            .next()
+            .map(|&(deadline, _)| deadline)
     }
 
     /// How many sleeps this clock (or any clone of it) has made.
@@ -106,8 +121,8 @@ impl ManualTimer {
     }
 
     fn lock(&self) -> MutexGuard<'_, Clock> {
-        // A panic while holding the lock leaves the clock consistent: every update is
-        // a single assignment.
+        // A panic while holding the lock leaves the clock consistent: no update can
+        // panic halfway.
         self.clock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -144,6 +159,7 @@ impl Timer for ManualTimer {
                 waker: None,
             },
         );
+        clock.pending.insert((deadline, id));
         ManualSleep {
             timer: self.clone(),
             id,
@@ -154,7 +170,9 @@ impl Timer for ManualTimer {
         let mut clock = self.lock();
         let deadline = clock.now.saturating_add(after);
         if let Some(registration) = clock.sleeps.get_mut(&sleep.id) {
-            registration.deadline = deadline;
+            let moved_from = core::mem::replace(&mut registration.deadline, deadline);
+            clock.pending.remove(&(moved_from, sleep.id));
+            clock.pending.insert((deadline, sleep.id));
         }
     }
 }
@@ -176,6 +194,8 @@ impl Future for ManualSleep {
         };
         if registration.deadline <= now {
             registration.waker = None;
+            let deadline = registration.deadline;
+            clock.pending.remove(&(deadline, self.id));
             return Poll::Ready(());
         }
         match &mut registration.waker {
@@ -188,7 +208,10 @@ impl Future for ManualSleep {
 
 impl Drop for ManualSleep {
     fn drop(&mut self) {
-        self.timer.lock().sleeps.remove(&self.id);
+        let mut clock = self.timer.lock();
+        if let Some(registration) = clock.sleeps.remove(&self.id) {
+            clock.pending.remove(&(registration.deadline, self.id));
+        }
     }
 }
 
@@ -198,5 +221,100 @@ impl fmt::Debug for ManualSleep {
         f.debug_struct("ManualSleep")
             .field("deadline", &deadline)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::boxed::Box;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn pending(timer: &ManualTimer, after: Duration) -> (Pin<Box<ManualSleep>>, Arc<Wakes>) {
+        let wakes = Arc::new(Wakes::default());
+        let mut sleep = Box::pin(timer.sleep(after));
+        let waker = Waker::from(Arc::clone(&wakes));
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        (sleep, wakes)
+    }
+
+    #[test]
+    fn the_index_holds_only_sleeps_no_advance_has_reached() {
+        let timer = ManualTimer::new();
+        let sleeps: Vec<_> = (1..=5).map(|ms| pending(&timer, ms * MS)).collect();
+        assert_eq!(timer.lock().pending.len(), 5);
+        timer.advance(3 * MS);
+        let woken: Vec<usize> = sleeps
+            .iter()
+            .map(|(_, wakes)| wakes.0.load(Ordering::SeqCst))
+            .collect();
+        assert_eq!(woken, [1, 1, 1, 0, 0]);
+        assert_eq!(timer.lock().pending.len(), 2);
+        assert_eq!(timer.next_deadline(), Some(4 * MS));
+        // Fired sleeps stay alive until dropped, but no longer count as pending.
+        assert_eq!(timer.live_sleeps(), 5);
+        drop(sleeps);
+        assert_eq!((timer.live_sleeps(), timer.lock().pending.len()), (0, 0));
+    }
+
+    #[test]
+    fn a_fired_sleep_reset_to_later_fires_again() {
+        let timer = ManualTimer::new();
+        let (mut sleep, wakes) = pending(&timer, MS);
+        timer.advance(MS);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert_eq!(timer.next_deadline(), None);
+        timer.reset(sleep.as_mut(), 2 * MS);
+        assert_eq!(timer.next_deadline(), Some(3 * MS));
+        let waker = Waker::from(Arc::clone(&wakes));
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        timer.advance(2 * MS);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_sleep_reset_to_now_wakes_at_the_next_advance_even_of_zero() {
+        let timer = ManualTimer::new();
+        let (mut sleep, wakes) = pending(&timer, 5 * MS);
+        timer.reset(sleep.as_mut(), Duration::ZERO);
+        assert_eq!(
+            timer.next_deadline(),
+            None,
+            "due now is not a future deadline"
+        );
+        timer.advance(Duration::ZERO);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        assert_eq!(timer.lock().pending.len(), 0);
+    }
+
+    #[test]
+    fn a_sleep_polled_ready_before_any_advance_leaves_the_index() {
+        let timer = ManualTimer::new();
+        let mut sleep = Box::pin(timer.sleep(Duration::ZERO));
+        let waker = Waker::from(Arc::new(Wakes::default()));
+        assert!(sleep
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready());
+        assert_eq!(timer.lock().pending.len(), 0);
+        assert_eq!(timer.live_sleeps(), 1);
     }
 }
