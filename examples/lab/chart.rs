@@ -125,7 +125,8 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
             (label, color, dash)
         })
         .collect();
-    // Two rows a column: unhedged and fixed, the adaptive pair, the tied pair.
+    // Two rows a column: unhedged and fixed, the adaptive pair, the tied pair, then the
+    // tied pairs under the hedge.
     legend(&mut out, legend_y + LEGEND_H, "(e)", &entries, |index| {
         (index / 2, index % 2)
     });
@@ -134,7 +135,7 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
 }
 
 /// The colour and dash of a queueing row: unhedged grey, fixed blue, adaptive red (dashed
-/// with its budget), tied green (dashed when the second copy waits).
+/// with its budget), tied green (dashed when the second copy waits), tied pairs purple.
 fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
     match scheme {
         Scheme::Off => ("#555555", ""),
@@ -143,6 +144,7 @@ fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
         Scheme::Adaptive { budget: true } => ("#d62728", "6,4"),
         Scheme::Tied(delay) if delay.is_zero() => ("#2ca02c", ""),
         Scheme::Tied(_) => ("#2ca02c", "6,4"),
+        Scheme::TiedPair(_) => ("#9467bd", ""),
     }
 }
 

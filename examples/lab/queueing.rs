@@ -129,6 +129,9 @@ pub enum Scheme {
     /// Tied requests: a second copy this long after the first unless the first started;
     /// the first copy to start service wins and the other leaves its queue.
     Tied(Duration),
+    /// Tied requests under the budgeted adaptive hedge: each of its copies is a tied pair
+    /// as in [`Tied`](Scheme::Tied), so the pair cuts queueing and the hedge a slow service.
+    TiedPair(Duration),
 }
 
 impl Scheme {
@@ -140,9 +143,11 @@ impl Scheme {
             Scheme::Adaptive { budget: false } => "adaptive p95".to_string(),
             Scheme::Adaptive { budget: true } => "adaptive p95 + 5% budget".to_string(),
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
+            Scheme::TiedPair(_) => "tied pair, adaptive p95 + budget".to_string(),
         }
     }
 
+    /// The policy a call hedges with (for tied requests, the one that ties its copies).
     fn policy(&self, timer: ManualTimer) -> Policy<ManualTimer> {
         let builder = Policy::builder().timer(timer);
         match *self {
@@ -151,7 +156,22 @@ impl Scheme {
                 builder.max_copies(2).delay(delay).build()
             }
             Scheme::Adaptive { budget } => recommended(builder, budget),
+            // The pairs are hedged as the budgeted adaptive row hedges its copies.
+            Scheme::TiedPair(_) => recommended(builder, true),
         }
+    }
+
+    /// The policy that ties each copy of a [`TiedPair`](Scheme::TiedPair) call.
+    fn tie(&self, timer: ManualTimer) -> Option<Policy<ManualTimer>> {
+        match *self {
+            Scheme::TiedPair(delay) => Some(Scheme::Tied(delay).policy(timer)),
+            _ => None,
+        }
+    }
+
+    /// Whether a call's copies are tied (commit at the first to start service).
+    pub fn is_tied(&self) -> bool {
+        matches!(self, Scheme::Tied(_) | Scheme::TiedPair(_))
     }
 }
 
@@ -204,6 +224,7 @@ impl QueueRun {
 pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool) -> QueueRun {
     let timer = ManualTimer::new();
     let policy = scheme.policy(timer.clone());
+    let tie = scheme.tie(timer.clone());
     let arrivals = cluster.arrivals();
     let horizon = *arrivals.last().expect("at least one call");
     let farm = Rc::new(RefCell::new(Farm::new(
@@ -219,20 +240,33 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
             Rc::clone(&latencies),
             *cluster,
         );
-        let policy = policy.clone();
+        let (policy, tie) = (policy.clone(), tie.clone());
         Box::pin(async move {
             let arrived = timer.now();
-            let tried = RefCell::new(Vec::with_capacity(2));
-            let send =
-                |attempt: Attempt| Request::send(&farm, &cluster, call, attempt.index(), &tried);
-            if let Scheme::Tied(_) = scheme {
-                let mut replies = send.hedged_stream(&policy);
-                assert_eq!(replies.next().await, Some(Ok(Reply::Started)));
-                assert_eq!(replies.next().await, Some(Ok(Reply::Answer)));
-            } else {
-                let answer = send.hedged(&policy).await;
-                assert_eq!(answer, Ok(()), "simulated copies always succeed");
-            }
+            let tried = RefCell::new(Vec::with_capacity(4));
+            let send = |copy: usize| Request::send(&farm, &cluster, call, copy, &tried);
+            let answer = match scheme {
+                Scheme::Tied(_) => tied(|attempt: Attempt| send(attempt.index()), &policy).await,
+                Scheme::TiedPair(_) => {
+                    let tie = tie.as_ref().expect("a tied pair has its tie policy");
+                    // Copy k of the hedge is a pair: copy k, served as copy k of every
+                    // hedged row, and its tied twin, copy k + 2, a service of its own.
+                    let pair = |hedge: Attempt| {
+                        let send = &send;
+                        tied(
+                            move |tied: Attempt| send(hedge.index() + 2 * tied.index()),
+                            tie,
+                        )
+                    };
+                    pair.hedged(&policy).await
+                }
+                _ => {
+                    (|attempt: Attempt| send(attempt.index()))
+                        .hedged(&policy)
+                        .await
+                }
+            };
+            assert_eq!(answer, Ok(()), "simulated copies always succeed");
             latencies.borrow_mut()[call] = timer.now() - arrived;
         })
     };
@@ -241,6 +275,7 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
         .collect();
     engine::drive(&timer, cluster.calls, |call| arrivals[call], spawn, servers);
     let stats = policy.stats();
+    let tied_extra = tie.as_ref().map_or(0, |tie| tie.stats().hedges);
     let (busy, spent) = farm.borrow_mut().settle();
     let needed = cluster.originals_work().as_secs_f64();
     QueueRun {
@@ -248,11 +283,23 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
         abort_in_service,
         latencies: latencies.take(),
         calls: stats.calls,
-        extra_copies: stats.hedges,
+        extra_copies: stats.hedges + tied_extra,
         budget_denied: stats.budget_denied,
         busy,
         extra_work: (spent.as_secs_f64() - needed) / needed,
     }
+}
+
+/// A tied request: races the copies `send` makes, as `policy` says, until one starts
+/// service, then waits for that copy's answer.
+async fn tied(
+    send: impl FnMut(Attempt) -> Request,
+    policy: &Policy<ManualTimer>,
+) -> Result<(), ()> {
+    let mut replies = send.hedged_stream(policy);
+    assert_eq!(replies.next().await, Some(Ok(Reply::Started)));
+    assert_eq!(replies.next().await, Some(Ok(Reply::Answer)));
+    Ok(())
 }
 
 /// Every row of workload (e) at one load.
@@ -296,7 +343,7 @@ pub struct QueueReport {
 }
 
 /// The rows of the queueing table, in order.
-pub fn schemes(p95: Duration) -> [Scheme; 6] {
+pub fn schemes(p95: Duration) -> [Scheme; 7] {
     [
         Scheme::Off,
         Scheme::Fixed(p95),
@@ -304,6 +351,7 @@ pub fn schemes(p95: Duration) -> [Scheme; 6] {
         Scheme::Adaptive { budget: true },
         Scheme::Tied(Duration::ZERO),
         Scheme::Tied(p95),
+        Scheme::TiedPair(p95),
     ]
 }
 
@@ -329,7 +377,8 @@ pub fn run_queueing() -> QueueReport {
 /// The hedged rows at every load, with in-service losers aborted: what cancellation that
 /// reaches a copy in service is worth.
 pub fn run_aborted(p95: Duration) -> Vec<Level> {
-    // Tied requests drop their losers before service but for a start at the same instant.
+    // Tied requests alone drop their losers before service but for a start at the same
+    // instant; under a hedge, the hedge's losers do reach service.
     let schemes: Vec<Scheme> = schemes(p95)
         .into_iter()
         .filter(|scheme| !matches!(scheme, Scheme::Off | Scheme::Tied(_)))

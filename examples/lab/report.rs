@@ -306,7 +306,7 @@ fn check_tied(report: &QueueReport) -> Check {
             .runs
             .iter()
             .filter(|run| run.scheme != Scheme::Off)
-            .filter(|run| matches!(run.scheme, Scheme::Tied(_)) == tied)
+            .filter(|run| run.scheme.is_tied() == tied)
             .min_by_key(|run| run.percentile(0.99))
             .expect("tied and hedged rows")
     };
@@ -348,30 +348,30 @@ pub fn queue_table(report: &QueueReport, levels: &[Level], aborted: bool) -> Str
     let calls: Vec<usize> = levels.iter().map(|level| level.cluster.calls).collect();
     let _ = writeln!(
         out,
-        "30 s of Poisson arrivals per load ({} to {} calls); each copy to the replica with the shortest queue, at most two per call",
+        "30 s of Poisson arrivals per load ({} to {} calls); each copy to the replica with the shortest queue, at most two per call (two tied pairs for the tied pair row)",
         calls.iter().min().unwrap_or(&0),
         calls.iter().max().unwrap_or(&0),
     );
     let _ = writeln!(
         out,
-        "fixed delay and tied second copy at the unloaded p95, {}; adaptive rows as the README recommends (p95, 2-200 ms, 10 s window; budget 5%, 50 in flight)",
+        "fixed delay and tied second copy at the unloaded p95, {}; adaptive rows as the README recommends (p95, 2-200 ms, 10 s window; budget 5%, 50 in flight); the tied pair row hedges tied pairs as the budgeted adaptive row hedges copies",
         ms_text(report.p95)
     );
     let _ = writeln!(
         out,
-        "| {:>4} | {:<27} | {:>9} | {:>9} | {:>9} | {:>7} | {:>10} | {:>6} |",
+        "| {:>4} | {:<32} | {:>9} | {:>9} | {:>9} | {:>7} | {:>10} | {:>6} |",
         "load", "configuration", "p50", "p99", "p99.9", "extra", "extra svc", "busy"
     );
     let _ = writeln!(
         out,
-        "|{:->6}|{:-<29}|{:->11}|{:->11}|{:->11}|{:->9}|{:->12}|{:->8}|",
+        "|{:->6}|{:-<34}|{:->11}|{:->11}|{:->11}|{:->9}|{:->12}|{:->8}|",
         "", "", "", "", "", "", "", ""
     );
     for level in levels {
         for run in &level.runs {
             let _ = writeln!(
                 out,
-                "| {:>4} | {:<27} | {:>9} | {:>9} | {:>9} | {:>6.2}% | {:>+9.2}% | {:>5.1}% |",
+                "| {:>4} | {:<32} | {:>9} | {:>9} | {:>9} | {:>6.2}% | {:>+9.2}% | {:>5.1}% |",
                 load_text(level),
                 run.scheme.label(),
                 ms_text(run.percentile(0.5)),
