@@ -10,9 +10,9 @@ use hedging::timer::{ManualTimer, Timer};
 use hedging::{Attempt, Budget, Hedgeable, HedgeableStream, Policy};
 
 use super::engine::{self, Task};
-use super::report::check_queueing;
+use super::queue_report::check_queueing;
 use super::servers::{serve, Farm, Reply, Request};
-use super::{percentile, Check, MS, STALL_RATE};
+use super::{nearest_rank, percentile, Check, MS, STALL_RATE};
 
 /// Replica servers behind the balancer.
 pub const SERVERS: usize = 10;
@@ -22,6 +22,11 @@ pub const UTILISATIONS: [f64; 6] = [0.1, 0.3, 0.5, 0.7, 0.8, 0.9];
 const RUN: Duration = Duration::from_secs(30);
 /// The log-normal body's σ, as in the other workloads.
 const SIGMA: f64 = 0.3;
+/// The tie of the tied pair row: the pair's second copy goes out unless the first
+/// started within this. The Tail at Scale waits twice a network message's delay, so an
+/// idle first server can start and cancel the second; this model's messages take no
+/// time, so the tie waits the services' resolution, one microsecond.
+pub const TIE: Duration = Duration::from_micros(1);
 
 /// The cluster and its traffic at one offered load.
 #[derive(Clone, Copy, Debug)]
@@ -129,8 +134,9 @@ pub enum Scheme {
     /// Tied requests: a second copy this long after the first unless the first started;
     /// the first copy to start service wins and the other leaves its queue.
     Tied(Duration),
-    /// Tied requests under the budgeted adaptive hedge: each of its copies is a tied pair
-    /// as in [`Tied`](Scheme::Tied), so the pair cuts queueing and the hedge a slow service.
+    /// Tied requests under the budgeted adaptive hedge: each of its copies is a tied pair,
+    /// the pair's second copy this long after its first unless the first started, so the
+    /// pair cuts queueing and the hedge a slow service.
     TiedPair(Duration),
 }
 
@@ -143,7 +149,7 @@ impl Scheme {
             Scheme::Adaptive { budget: false } => "adaptive p95".to_string(),
             Scheme::Adaptive { budget: true } => "adaptive p95 + 5% budget".to_string(),
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
-            Scheme::TiedPair(_) => "tied pair, adaptive p95 + budget".to_string(),
+            Scheme::TiedPair(_) => "tied pairs, adaptive p95 + budget".to_string(),
         }
     }
 
@@ -208,11 +214,22 @@ pub struct QueueRun {
     /// Worker time spent beyond what the originals need (negative when aborted losers
     /// saved some), as a share of what they need.
     pub extra_work: f64,
+    /// The worker time the originals need, in seconds: what `extra_work` is a share of.
+    pub needed: f64,
+    /// Calls that had two or more of their copies served: each paid a second service.
+    pub served_twice: u64,
+    /// `latencies`, sorted once for the percentiles.
+    sorted: Vec<Duration>,
 }
 
 impl QueueRun {
     pub fn percentile(&self, quantile: f64) -> Duration {
-        percentile(&self.latencies, quantile)
+        nearest_rank(&self.sorted, quantile)
+    }
+
+    /// Worker time spent beyond what the originals need, in seconds.
+    pub fn extra_seconds(&self) -> f64 {
+        self.extra_work * self.needed
     }
 
     pub fn extra_ratio(&self) -> f64 {
@@ -277,11 +294,18 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
     let stats = policy.stats();
     let tied_extra = tie.as_ref().map_or(0, |tie| tie.stats().hedges);
     let (busy, spent) = farm.borrow_mut().settle();
+    let served_twice = farm.borrow().served_twice();
     let needed = cluster.originals_work().as_secs_f64();
+    let latencies = latencies.take();
+    let mut sorted = latencies.clone();
+    sorted.sort_unstable();
     QueueRun {
         scheme,
         abort_in_service,
-        latencies: latencies.take(),
+        latencies,
+        sorted,
+        needed,
+        served_twice,
         calls: stats.calls,
         extra_copies: stats.hedges + tied_extra,
         budget_denied: stats.budget_denied,
@@ -351,7 +375,7 @@ pub fn schemes(p95: Duration) -> [Scheme; 7] {
         Scheme::Adaptive { budget: true },
         Scheme::Tied(Duration::ZERO),
         Scheme::Tied(p95),
-        Scheme::TiedPair(p95),
+        Scheme::TiedPair(TIE),
     ]
 }
 
@@ -386,16 +410,39 @@ pub fn run_aborted(p95: Duration) -> Vec<Level> {
     sweep(&schemes, true)
 }
 
+/// Every row at `utilisation`, once per seed in `seeds`: how much of a comparison at one
+/// load is the draw of arrivals and services.
+pub fn run_seeds(utilisation: f64, seeds: std::ops::RangeInclusive<u64>) -> Vec<Level> {
+    let clusters: Vec<Cluster> = seeds
+        .map(|seed| Cluster {
+            seed,
+            ..Cluster::at(utilisation)
+        })
+        .collect();
+    run_levels(clusters, &schemes(unloaded_p95()), false)
+}
+
 fn sweep(schemes: &[Scheme], abort_in_service: bool) -> Vec<Level> {
-    UTILISATIONS
+    let clusters = UTILISATIONS.iter().map(|&load| Cluster::at(load)).collect();
+    run_levels(clusters, schemes, abort_in_service)
+}
+
+/// Every row of `schemes` on every cluster, the simulations spread over the machine's
+/// cores.
+fn run_levels(clusters: Vec<Cluster>, schemes: &[Scheme], abort_in_service: bool) -> Vec<Level> {
+    let jobs: Vec<(Cluster, Scheme)> = clusters
         .iter()
-        .map(|&utilisation| {
-            let cluster = Cluster::at(utilisation);
-            let runs = schemes
-                .iter()
-                .map(|&scheme| simulate_queue(&cluster, scheme, abort_in_service))
-                .collect();
-            Level { cluster, runs }
+        .flat_map(|&cluster| schemes.iter().map(move |&scheme| (cluster, scheme)))
+        .collect();
+    let mut runs = engine::parallel_map(&jobs, |(cluster, scheme)| {
+        simulate_queue(cluster, *scheme, abort_in_service)
+    })
+    .into_iter();
+    clusters
+        .into_iter()
+        .map(|cluster| Level {
+            cluster,
+            runs: runs.by_ref().take(schemes.len()).collect(),
         })
         .collect()
 }
