@@ -5,7 +5,7 @@ use core::ops::Bound;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
@@ -45,12 +45,25 @@ pub struct ManualTimer {
 #[derive(Default)]
 struct Clock {
     now: Duration,
-    next_id: u64,
     sleeps_created: u64,
-    sleeps: BTreeMap<u64, Registration>,
-    /// `(deadline, id)` of every live sleep no `advance` has reached yet, so finding the
+    /// Live sleeps by slot; a dropped sleep frees its slot for the next one.
+    slots: Vec<Option<Registration>>,
+    free_slots: Vec<usize>,
+    /// `(deadline, slot)` of every live sleep no `advance` has reached yet, so finding the
     /// next deadline and the due sleeps touches only those, not every live sleep.
-    pending: BTreeSet<(Duration, u64)>,
+    pending: BTreeSet<(Duration, usize)>,
+}
+
+impl Clock {
+    fn registration(&mut self, slot: usize) -> &mut Registration {
+        self.slots[slot]
+            .as_mut()
+            .expect("a live sleep keeps its slot")
+    }
+
+    fn live_sleeps(&self) -> usize {
+        self.slots.len() - self.free_slots.len()
+    }
 }
 
 struct Registration {
@@ -77,21 +90,13 @@ impl ManualTimer {
         let due: Vec<Waker> = {
             let mut clock = self.lock();
             clock.now = clock.now.saturating_add(by);
-            let Clock {
-                now,
-                sleeps,
-                pending,
-                ..
-            } = &mut *clock;
             let mut due = Vec::new();
-            while let Some(&(deadline, id)) = pending.first() {
-                if deadline > *now {
+            while let Some(&(deadline, slot)) = clock.pending.first() {
+                if deadline > clock.now {
                     break;
                 }
-                pending.pop_first();
-                if let Some(waker) = sleeps.get_mut(&id).and_then(|sleep| sleep.waker.take()) {
-                    due.push(waker);
-                }
+                clock.pending.pop_first();
+                due.extend(clock.registration(slot).waker.take());
             }
             due
         };
@@ -105,7 +110,7 @@ impl ManualTimer {
         let clock = self.lock();
         clock
             .pending
-            .range((Bound::Excluded((clock.now, u64::MAX)), Bound::Unbounded))
+            .range((Bound::Excluded((clock.now, usize::MAX)), Bound::Unbounded))
             .next()
             .map(|&(deadline, _)| deadline)
     }
@@ -117,7 +122,7 @@ impl ManualTimer {
 
     /// How many sleeps made by this clock are still alive (not yet dropped).
     pub fn live_sleeps(&self) -> usize {
-        self.lock().sleeps.len()
+        self.lock().live_sleeps()
     }
 
     fn lock(&self) -> MutexGuard<'_, Clock> {
@@ -134,7 +139,7 @@ impl fmt::Debug for ManualTimer {
         let clock = self.lock();
         f.debug_struct("ManualTimer")
             .field("now", &clock.now)
-            .field("live_sleeps", &clock.sleeps.len())
+            .field("live_sleeps", &clock.live_sleeps())
             .finish()
     }
 }
@@ -148,39 +153,43 @@ impl Timer for ManualTimer {
 
     fn sleep(&self, after: Duration) -> ManualSleep {
         let mut clock = self.lock();
-        let id = clock.next_id;
-        clock.next_id += 1;
         clock.sleeps_created += 1;
         let deadline = clock.now.saturating_add(after);
-        clock.sleeps.insert(
-            id,
-            Registration {
-                deadline,
-                waker: None,
-            },
-        );
-        clock.pending.insert((deadline, id));
+        let registration = Some(Registration {
+            deadline,
+            waker: None,
+        });
+        let slot = match clock.free_slots.pop() {
+            Some(slot) => {
+                clock.slots[slot] = registration;
+                slot
+            }
+            None => {
+                clock.slots.push(registration);
+                clock.slots.len() - 1
+            }
+        };
+        clock.pending.insert((deadline, slot));
         ManualSleep {
             timer: self.clone(),
-            id,
+            slot,
         }
     }
 
     fn reset(&self, sleep: Pin<&mut ManualSleep>, after: Duration) {
         let mut clock = self.lock();
         let deadline = clock.now.saturating_add(after);
-        if let Some(registration) = clock.sleeps.get_mut(&sleep.id) {
-            let moved_from = core::mem::replace(&mut registration.deadline, deadline);
-            clock.pending.remove(&(moved_from, sleep.id));
-            clock.pending.insert((deadline, sleep.id));
-        }
+        let moved_from = core::mem::replace(&mut clock.registration(sleep.slot).deadline, deadline);
+        clock.pending.remove(&(moved_from, sleep.slot));
+        clock.pending.insert((deadline, sleep.slot));
     }
 }
 
 /// The sleep of [`ManualTimer`]: completes once the shared clock reaches its deadline.
 pub struct ManualSleep {
     timer: ManualTimer,
-    id: u64,
+    /// Where the clock keeps this sleep's deadline and waker.
+    slot: usize,
 }
 
 impl Future for ManualSleep {
@@ -189,13 +198,11 @@ impl Future for ManualSleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut clock = self.timer.lock();
         let now = clock.now;
-        let Some(registration) = clock.sleeps.get_mut(&self.id) else {
-            return Poll::Ready(());
-        };
+        let registration = clock.registration(self.slot);
         if registration.deadline <= now {
             registration.waker = None;
             let deadline = registration.deadline;
-            clock.pending.remove(&(deadline, self.id));
+            clock.pending.remove(&(deadline, self.slot));
             return Poll::Ready(());
         }
         match &mut registration.waker {
@@ -209,15 +216,18 @@ impl Future for ManualSleep {
 impl Drop for ManualSleep {
     fn drop(&mut self) {
         let mut clock = self.timer.lock();
-        if let Some(registration) = clock.sleeps.remove(&self.id) {
-            clock.pending.remove(&(registration.deadline, self.id));
+        if let Some(registration) = clock.slots[self.slot].take() {
+            clock.pending.remove(&(registration.deadline, self.slot));
+            clock.free_slots.push(self.slot);
         }
     }
 }
 
 impl fmt::Debug for ManualSleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let deadline = self.timer.lock().sleeps.get(&self.id).map(|r| r.deadline);
+        let deadline = self.timer.lock().slots[self.slot]
+            .as_ref()
+            .map(|registration| registration.deadline);
         f.debug_struct("ManualSleep")
             .field("deadline", &deadline)
             .finish()
