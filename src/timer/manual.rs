@@ -5,7 +5,7 @@ use core::ops::Bound;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
@@ -49,9 +49,10 @@ struct Clock {
     /// Live sleeps by slot; a dropped sleep frees its slot for the next one.
     slots: Vec<Option<Registration>>,
     free_slots: Vec<usize>,
-    /// `(deadline, slot)` of every live sleep no `advance` has reached yet, so finding the
-    /// next deadline and the due sleeps touches only those, not every live sleep.
-    pending: BTreeSet<(Duration, usize)>,
+    /// The slot of every live sleep no `advance` has reached yet, by deadline and then by
+    /// creation, so finding the next deadline and the due sleeps touches only those, and
+    /// sleeps due together wake in the order they were made.
+    pending: BTreeMap<(Duration, u64), usize>,
 }
 
 impl Clock {
@@ -68,6 +69,8 @@ impl Clock {
 
 struct Registration {
     deadline: Duration,
+    /// The sleep's rank among every sleep the clock made.
+    created: u64,
     waker: Option<Waker>,
 }
 
@@ -91,7 +94,7 @@ impl ManualTimer {
             let mut clock = self.lock();
             clock.now = clock.now.saturating_add(by);
             let mut due = Vec::new();
-            while let Some(&(deadline, slot)) = clock.pending.first() {
+            while let Some((&(deadline, _), &slot)) = clock.pending.first_key_value() {
                 if deadline > clock.now {
                     break;
                 }
@@ -110,9 +113,9 @@ impl ManualTimer {
         let clock = self.lock();
         clock
             .pending
-            .range((Bound::Excluded((clock.now, usize::MAX)), Bound::Unbounded))
+            .range((Bound::Excluded((clock.now, u64::MAX)), Bound::Unbounded))
             .next()
-            .map(|&(deadline, _)| deadline)
+            .map(|(&(deadline, _), _)| deadline)
     }
 
     /// How many sleeps this clock (or any clone of it) has made.
@@ -153,10 +156,12 @@ impl Timer for ManualTimer {
 
     fn sleep(&self, after: Duration) -> ManualSleep {
         let mut clock = self.lock();
+        let created = clock.sleeps_created;
         clock.sleeps_created += 1;
         let deadline = clock.now.saturating_add(after);
         let registration = Some(Registration {
             deadline,
+            created,
             waker: None,
         });
         let slot = match clock.free_slots.pop() {
@@ -169,7 +174,7 @@ impl Timer for ManualTimer {
                 clock.slots.len() - 1
             }
         };
-        clock.pending.insert((deadline, slot));
+        clock.pending.insert((deadline, created), slot);
         ManualSleep {
             timer: self.clone(),
             slot,
@@ -179,9 +184,11 @@ impl Timer for ManualTimer {
     fn reset(&self, sleep: Pin<&mut ManualSleep>, after: Duration) {
         let mut clock = self.lock();
         let deadline = clock.now.saturating_add(after);
-        let moved_from = core::mem::replace(&mut clock.registration(sleep.slot).deadline, deadline);
-        clock.pending.remove(&(moved_from, sleep.slot));
-        clock.pending.insert((deadline, sleep.slot));
+        let registration = clock.registration(sleep.slot);
+        let moved_from = core::mem::replace(&mut registration.deadline, deadline);
+        let created = registration.created;
+        clock.pending.remove(&(moved_from, created));
+        clock.pending.insert((deadline, created), sleep.slot);
     }
 }
 
@@ -201,8 +208,8 @@ impl Future for ManualSleep {
         let registration = clock.registration(self.slot);
         if registration.deadline <= now {
             registration.waker = None;
-            let deadline = registration.deadline;
-            clock.pending.remove(&(deadline, self.slot));
+            let key = (registration.deadline, registration.created);
+            clock.pending.remove(&key);
             return Poll::Ready(());
         }
         match &mut registration.waker {
@@ -217,7 +224,9 @@ impl Drop for ManualSleep {
     fn drop(&mut self) {
         let mut clock = self.timer.lock();
         if let Some(registration) = clock.slots[self.slot].take() {
-            clock.pending.remove(&(registration.deadline, self.slot));
+            clock
+                .pending
+                .remove(&(registration.deadline, registration.created));
             clock.free_slots.push(self.slot);
         }
     }
@@ -240,6 +249,7 @@ mod tests {
     use std::boxed::Box;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
+    use std::vec;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -326,5 +336,32 @@ mod tests {
             .is_ready());
         assert_eq!(timer.lock().pending.len(), 0);
         assert_eq!(timer.live_sleeps(), 1);
+    }
+
+    #[test]
+    fn sleeps_due_together_wake_in_the_order_they_were_made() {
+        struct Log(usize, Arc<Mutex<Vec<usize>>>);
+        impl Wake for Log {
+            fn wake(self: Arc<Self>) {
+                self.1.lock().unwrap().push(self.0);
+            }
+        }
+        let timer = ManualTimer::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // The second sleep made takes the slot the first freed: slot order is not the
+        // order they were made in.
+        let first = timer.sleep(MS);
+        let mut sleeps = vec![Box::pin(timer.sleep(MS))];
+        drop(first);
+        sleeps.push(Box::pin(timer.sleep(MS)));
+        for (rank, sleep) in sleeps.iter_mut().enumerate() {
+            let waker = Waker::from(Arc::new(Log(rank, Arc::clone(&log))));
+            assert!(sleep
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending());
+        }
+        timer.advance(MS);
+        assert_eq!(*log.lock().unwrap(), [0, 1]);
     }
 }
