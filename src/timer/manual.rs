@@ -85,7 +85,8 @@ impl ManualTimer {
         self.lock().now
     }
 
-    /// Moves the clock forward by `by` and wakes every sleep whose deadline has come.
+    /// Moves the clock forward by `by` and wakes every sleep whose deadline has come, in
+    /// deadline order, and those due at the same instant in the order they were made.
     ///
     /// Wakers run after the clock's lock is released, so an executor that polls inside
     /// `wake` may call back into this timer.
@@ -363,5 +364,28 @@ mod tests {
         }
         timer.advance(MS);
         assert_eq!(*log.lock().unwrap(), [0, 1]);
+    }
+
+    #[test]
+    fn one_advance_wakes_the_earlier_deadline_first() {
+        struct Log(&'static str, Arc<Mutex<Vec<&'static str>>>);
+        impl Wake for Log {
+            fn wake(self: Arc<Self>) {
+                self.1.lock().unwrap().push(self.0);
+            }
+        }
+        let timer = ManualTimer::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut late = Box::pin(timer.sleep(5 * MS));
+        let mut early = Box::pin(timer.sleep(3 * MS));
+        for (name, sleep) in [("late", &mut late), ("early", &mut early)] {
+            let waker = Waker::from(Arc::new(Log(name, Arc::clone(&log))));
+            assert!(sleep
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending());
+        }
+        timer.advance(10 * MS);
+        assert_eq!(*log.lock().unwrap(), ["early", "late"]);
     }
 }
