@@ -7,6 +7,7 @@
 //! ```sh
 //! cargo run --release --example tail_latency                          # simulated, deterministic
 //! cargo run --release --example tail_latency --features async-io -- --real  # (a) on smol, real clock
+//! cargo run --release --example tail_latency -- --seeds 12            # (e)'s tied line, seed by seed
 //! ```
 //!
 //! The default run drives every call on `ManualTimer` (virtual time), so its figures are
@@ -19,8 +20,24 @@ mod lab;
 use std::time::Instant;
 
 fn main() {
-    if std::env::args().any(|arg| arg == "--real") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|arg| arg == "--real") {
         real::run();
+        return;
+    }
+    if let Some(at) = args.iter().position(|arg| arg == "--seeds") {
+        let seeds: u64 = args
+            .get(at + 1)
+            .and_then(|count| count.parse().ok())
+            .filter(|&count| count > 0)
+            .unwrap_or_else(|| {
+                eprintln!("--seeds takes a count of seeds, e.g. --seeds 12");
+                std::process::exit(2)
+            });
+        print!(
+            "{}",
+            lab::tied_seed_table(&lab::run_seeds(lab::TIED_LOAD, 1..=seeds))
+        );
         return;
     }
     let started = Instant::now();

@@ -18,6 +18,8 @@ const NINES: f64 = 4.0;
 const COLUMNS: usize = 2;
 /// The height of one legend: two lines of entries.
 const LEGEND_H: f64 = 60.0;
+/// One more legend line, for (e)'s third tied row.
+const LEGEND_LINE: f64 = 20.0;
 /// The loads of workload (e) the chart shows: where hedging pays, and where it stops.
 const QUEUE_LOADS: [f64; 2] = [0.3, 0.9];
 
@@ -34,7 +36,7 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
     let rows = reports.len().div_ceil(COLUMNS) + QUEUE_LOADS.len().div_ceil(COLUMNS);
     let (width, height) = (
         PANEL_W * COLUMNS as f64,
-        PANEL_H * rows as f64 + 2.0 * LEGEND_H,
+        PANEL_H * rows as f64 + 2.0 * LEGEND_H + LEGEND_LINE,
     );
     let mut out = String::new();
     let _ = writeln!(
@@ -125,16 +127,19 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
             (label, color, dash)
         })
         .collect();
-    // Two rows a column: unhedged and fixed, the adaptive pair, the tied pair.
+    // A column each: unhedged and fixed, the adaptive pair, then the three tied rows.
     legend(&mut out, legend_y + LEGEND_H, "(e)", &entries, |index| {
-        (index / 2, index % 2)
+        (
+            index.min(4) / 2,
+            if index < 4 { index % 2 } else { index - 4 },
+        )
     });
     out.push_str("</svg>\n");
     out
 }
 
 /// The colour and dash of a queueing row: unhedged grey, fixed blue, adaptive red (dashed
-/// with its budget), tied green (dashed when the second copy waits).
+/// with its budget), tied green (dashed when the second copy waits), tied pairs purple.
 fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
     match scheme {
         Scheme::Off => ("#555555", ""),
@@ -143,6 +148,7 @@ fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
         Scheme::Adaptive { budget: true } => ("#d62728", "6,4"),
         Scheme::Tied(delay) if delay.is_zero() => ("#2ca02c", ""),
         Scheme::Tied(_) => ("#2ca02c", "6,4"),
+        Scheme::TiedPair(_) => ("#9467bd", ""),
     }
 }
 

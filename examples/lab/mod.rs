@@ -4,12 +4,14 @@
 //! Shared by `examples/tail_latency.rs` (which prints it) and `tests/lab.rs` (which asserts
 //! the acceptance lines on the very same figures). `engine` runs the calls; each workload
 //! family has its file (`independent` for (a)-(d), `queueing` and its `servers` for (e));
-//! `report` turns runs into tables and acceptance lines, `chart` into the latency CDFs.
+//! `report` and `queue_report` turn runs into tables and acceptance lines, `chart` into the
+//! latency CDFs.
 #![allow(dead_code)]
 
 mod chart;
 mod engine;
 mod independent;
+mod queue_report;
 mod queueing;
 mod report;
 mod servers;
@@ -25,12 +27,14 @@ pub use chart::svg;
 #[allow(unused_imports)]
 pub use independent::{run, simulate, Kind, Report, Row, Workload};
 #[allow(unused_imports)]
+pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
+#[allow(unused_imports)]
 pub use queueing::{
-    recommended, run_aborted, run_queueing, simulate_queue, unloaded_p95, Cluster, Level,
-    QueueReport, QueueRun, Scheme, SERVERS, UTILISATIONS,
+    recommended, run_aborted, run_queueing, run_seeds, simulate_queue, unloaded_p95, Cluster,
+    Level, QueueReport, QueueRun, Scheme, SERVERS, TIE, UTILISATIONS,
 };
 #[allow(unused_imports)]
-pub use report::{acceptance, queue_table, table};
+pub use report::{acceptance, table};
 
 const MS: Duration = Duration::from_millis(1);
 

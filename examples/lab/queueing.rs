@@ -10,9 +10,9 @@ use hedging::timer::{ManualTimer, Timer};
 use hedging::{Attempt, Budget, Hedgeable, HedgeableStream, Policy};
 
 use super::engine::{self, Task};
-use super::report::check_queueing;
+use super::queue_report::check_queueing;
 use super::servers::{serve, Farm, Reply, Request};
-use super::{percentile, Check, MS, STALL_RATE};
+use super::{nearest_rank, percentile, Check, MS, STALL_RATE};
 
 /// Replica servers behind the balancer.
 pub const SERVERS: usize = 10;
@@ -22,6 +22,11 @@ pub const UTILISATIONS: [f64; 6] = [0.1, 0.3, 0.5, 0.7, 0.8, 0.9];
 const RUN: Duration = Duration::from_secs(30);
 /// The log-normal body's σ, as in the other workloads.
 const SIGMA: f64 = 0.3;
+/// The tie of the tied pair row: the pair's second copy goes out unless the first
+/// started within this. The Tail at Scale waits twice a network message's delay, so an
+/// idle first server can start and cancel the second; this model's messages take no
+/// time, so the tie waits the services' resolution, one microsecond.
+pub const TIE: Duration = Duration::from_micros(1);
 
 /// The cluster and its traffic at one offered load.
 #[derive(Clone, Copy, Debug)]
@@ -129,6 +134,10 @@ pub enum Scheme {
     /// Tied requests: a second copy this long after the first unless the first started;
     /// the first copy to start service wins and the other leaves its queue.
     Tied(Duration),
+    /// Tied requests under the budgeted adaptive hedge: each of its copies is a tied pair,
+    /// the pair's second copy this long after its first unless the first started, so the
+    /// pair cuts queueing and the hedge a slow service.
+    TiedPair(Duration),
 }
 
 impl Scheme {
@@ -140,9 +149,11 @@ impl Scheme {
             Scheme::Adaptive { budget: false } => "adaptive p95".to_string(),
             Scheme::Adaptive { budget: true } => "adaptive p95 + 5% budget".to_string(),
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
+            Scheme::TiedPair(_) => "tied pairs, adaptive p95 + budget".to_string(),
         }
     }
 
+    /// The policy a call hedges with (for tied requests, the one that ties its copies).
     fn policy(&self, timer: ManualTimer) -> Policy<ManualTimer> {
         let builder = Policy::builder().timer(timer);
         match *self {
@@ -151,7 +162,22 @@ impl Scheme {
                 builder.max_copies(2).delay(delay).build()
             }
             Scheme::Adaptive { budget } => recommended(builder, budget),
+            // The pairs are hedged as the budgeted adaptive row hedges its copies.
+            Scheme::TiedPair(_) => recommended(builder, true),
         }
+    }
+
+    /// The policy that ties each copy of a [`TiedPair`](Scheme::TiedPair) call.
+    fn tie(&self, timer: ManualTimer) -> Option<Policy<ManualTimer>> {
+        match *self {
+            Scheme::TiedPair(delay) => Some(Scheme::Tied(delay).policy(timer)),
+            _ => None,
+        }
+    }
+
+    /// Whether a call's copies are tied (commit at the first to start service).
+    pub fn is_tied(&self) -> bool {
+        matches!(self, Scheme::Tied(_) | Scheme::TiedPair(_))
     }
 }
 
@@ -188,11 +214,22 @@ pub struct QueueRun {
     /// Worker time spent beyond what the originals need (negative when aborted losers
     /// saved some), as a share of what they need.
     pub extra_work: f64,
+    /// The worker time the originals need, in seconds: what `extra_work` is a share of.
+    pub needed: f64,
+    /// Calls that had two or more of their copies served: each paid a second service.
+    pub served_twice: u64,
+    /// `latencies`, sorted once for the percentiles.
+    sorted: Vec<Duration>,
 }
 
 impl QueueRun {
     pub fn percentile(&self, quantile: f64) -> Duration {
-        percentile(&self.latencies, quantile)
+        nearest_rank(&self.sorted, quantile)
+    }
+
+    /// Worker time spent beyond what the originals need, in seconds.
+    pub fn extra_seconds(&self) -> f64 {
+        self.extra_work * self.needed
     }
 
     pub fn extra_ratio(&self) -> f64 {
@@ -204,6 +241,7 @@ impl QueueRun {
 pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool) -> QueueRun {
     let timer = ManualTimer::new();
     let policy = scheme.policy(timer.clone());
+    let tie = scheme.tie(timer.clone());
     let arrivals = cluster.arrivals();
     let horizon = *arrivals.last().expect("at least one call");
     let farm = Rc::new(RefCell::new(Farm::new(
@@ -219,20 +257,33 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
             Rc::clone(&latencies),
             *cluster,
         );
-        let policy = policy.clone();
+        let (policy, tie) = (policy.clone(), tie.clone());
         Box::pin(async move {
             let arrived = timer.now();
-            let tried = RefCell::new(Vec::with_capacity(2));
-            let send =
-                |attempt: Attempt| Request::send(&farm, &cluster, call, attempt.index(), &tried);
-            if let Scheme::Tied(_) = scheme {
-                let mut replies = send.hedged_stream(&policy);
-                assert_eq!(replies.next().await, Some(Ok(Reply::Started)));
-                assert_eq!(replies.next().await, Some(Ok(Reply::Answer)));
-            } else {
-                let answer = send.hedged(&policy).await;
-                assert_eq!(answer, Ok(()), "simulated copies always succeed");
-            }
+            let tried = RefCell::new(Vec::with_capacity(4));
+            let send = |copy: usize| Request::send(&farm, &cluster, call, copy, &tried);
+            let answer = match scheme {
+                Scheme::Tied(_) => tied(|attempt: Attempt| send(attempt.index()), &policy).await,
+                Scheme::TiedPair(_) => {
+                    let tie = tie.as_ref().expect("a tied pair has its tie policy");
+                    // Copy k of the hedge is a pair: copy k, served as copy k of every
+                    // hedged row, and its tied twin, copy k + 2, a service of its own.
+                    let pair = |hedge: Attempt| {
+                        let send = &send;
+                        tied(
+                            move |tied: Attempt| send(hedge.index() + 2 * tied.index()),
+                            tie,
+                        )
+                    };
+                    pair.hedged(&policy).await
+                }
+                _ => {
+                    (|attempt: Attempt| send(attempt.index()))
+                        .hedged(&policy)
+                        .await
+                }
+            };
+            assert_eq!(answer, Ok(()), "simulated copies always succeed");
             latencies.borrow_mut()[call] = timer.now() - arrived;
         })
     };
@@ -241,18 +292,38 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
         .collect();
     engine::drive(&timer, cluster.calls, |call| arrivals[call], spawn, servers);
     let stats = policy.stats();
+    let tied_extra = tie.as_ref().map_or(0, |tie| tie.stats().hedges);
     let (busy, spent) = farm.borrow_mut().settle();
+    let served_twice = farm.borrow().served_twice();
     let needed = cluster.originals_work().as_secs_f64();
+    let latencies = latencies.take();
+    let mut sorted = latencies.clone();
+    sorted.sort_unstable();
     QueueRun {
         scheme,
         abort_in_service,
-        latencies: latencies.take(),
+        latencies,
+        sorted,
+        needed,
+        served_twice,
         calls: stats.calls,
-        extra_copies: stats.hedges,
+        extra_copies: stats.hedges + tied_extra,
         budget_denied: stats.budget_denied,
         busy,
         extra_work: (spent.as_secs_f64() - needed) / needed,
     }
+}
+
+/// A tied request: races the copies `send` makes, as `policy` says, until one starts
+/// service, then waits for that copy's answer.
+async fn tied(
+    send: impl FnMut(Attempt) -> Request,
+    policy: &Policy<ManualTimer>,
+) -> Result<(), ()> {
+    let mut replies = send.hedged_stream(policy);
+    assert_eq!(replies.next().await, Some(Ok(Reply::Started)));
+    assert_eq!(replies.next().await, Some(Ok(Reply::Answer)));
+    Ok(())
 }
 
 /// Every row of workload (e) at one load.
@@ -296,7 +367,7 @@ pub struct QueueReport {
 }
 
 /// The rows of the queueing table, in order.
-pub fn schemes(p95: Duration) -> [Scheme; 6] {
+pub fn schemes(p95: Duration) -> [Scheme; 7] {
     [
         Scheme::Off,
         Scheme::Fixed(p95),
@@ -304,6 +375,7 @@ pub fn schemes(p95: Duration) -> [Scheme; 6] {
         Scheme::Adaptive { budget: true },
         Scheme::Tied(Duration::ZERO),
         Scheme::Tied(p95),
+        Scheme::TiedPair(TIE),
     ]
 }
 
@@ -329,7 +401,8 @@ pub fn run_queueing() -> QueueReport {
 /// The hedged rows at every load, with in-service losers aborted: what cancellation that
 /// reaches a copy in service is worth.
 pub fn run_aborted(p95: Duration) -> Vec<Level> {
-    // Tied requests drop their losers before service but for a start at the same instant.
+    // Tied requests alone drop their losers before service but for a start at the same
+    // instant; under a hedge, the hedge's losers do reach service.
     let schemes: Vec<Scheme> = schemes(p95)
         .into_iter()
         .filter(|scheme| !matches!(scheme, Scheme::Off | Scheme::Tied(_)))
@@ -337,16 +410,39 @@ pub fn run_aborted(p95: Duration) -> Vec<Level> {
     sweep(&schemes, true)
 }
 
+/// Every row at `utilisation`, once per seed in `seeds`: how much of a comparison at one
+/// load is the draw of arrivals and services.
+pub fn run_seeds(utilisation: f64, seeds: std::ops::RangeInclusive<u64>) -> Vec<Level> {
+    let clusters: Vec<Cluster> = seeds
+        .map(|seed| Cluster {
+            seed,
+            ..Cluster::at(utilisation)
+        })
+        .collect();
+    run_levels(clusters, &schemes(unloaded_p95()), false)
+}
+
 fn sweep(schemes: &[Scheme], abort_in_service: bool) -> Vec<Level> {
-    UTILISATIONS
+    let clusters = UTILISATIONS.iter().map(|&load| Cluster::at(load)).collect();
+    run_levels(clusters, schemes, abort_in_service)
+}
+
+/// Every row of `schemes` on every cluster, the simulations spread over the machine's
+/// cores.
+fn run_levels(clusters: Vec<Cluster>, schemes: &[Scheme], abort_in_service: bool) -> Vec<Level> {
+    let jobs: Vec<(Cluster, Scheme)> = clusters
         .iter()
-        .map(|&utilisation| {
-            let cluster = Cluster::at(utilisation);
-            let runs = schemes
-                .iter()
-                .map(|&scheme| simulate_queue(&cluster, scheme, abort_in_service))
-                .collect();
-            Level { cluster, runs }
+        .flat_map(|&cluster| schemes.iter().map(move |&scheme| (cluster, scheme)))
+        .collect();
+    let mut runs = engine::parallel_map(&jobs, |(cluster, scheme)| {
+        simulate_queue(cluster, *scheme, abort_in_service)
+    })
+    .into_iter();
+    clusters
+        .into_iter()
+        .map(|cluster| Level {
+            cluster,
+            runs: runs.by_ref().take(schemes.len()).collect(),
         })
         .collect()
 }

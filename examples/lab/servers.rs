@@ -34,6 +34,8 @@ enum Stage {
 }
 
 struct Job {
+    /// The call this copy belongs to.
+    call: usize,
     server: usize,
     service: Duration,
     stage: Stage,
@@ -88,10 +90,11 @@ impl Farm {
             .expect("fewer copies than servers")
     }
 
-    /// Queues a copy needing `service` at `server`.
-    fn submit(&mut self, server: usize, service: Duration) -> usize {
+    /// Queues a copy of `call` needing `service` at `server`.
+    fn submit(&mut self, call: usize, server: usize, service: Duration) -> usize {
         let job = self.jobs.len();
         self.jobs.push(Job {
+            call,
             server,
             service,
             stage: Stage::Queued,
@@ -161,6 +164,18 @@ impl Farm {
         }
         let capacity = self.horizon.as_secs_f64() * SERVERS as f64;
         (self.busy.as_secs_f64() / capacity, self.spent)
+    }
+
+    /// How many calls had more than one of their copies served (or started, if aborted):
+    /// each such call paid for a second service.
+    pub(super) fn served_twice(&self) -> u64 {
+        let mut served = vec![0u8; self.jobs.iter().map(|job| job.call + 1).max().unwrap_or(0)];
+        for job in &self.jobs {
+            if !matches!(job.stage, Stage::Queued | Stage::Left) {
+                served[job.call] = served[job.call].saturating_add(1);
+            }
+        }
+        served.iter().filter(|&&copies| copies > 1).count() as u64
     }
 
     /// The copy waiting on `job` was dropped: it leaves its queue, or its service runs on
@@ -243,7 +258,7 @@ impl Request {
         let mut tried = tried.borrow_mut();
         let server = shared.least_loaded(&tried, cluster.first_choice(call));
         tried.push(server);
-        let job = shared.submit(server, cluster.service(call, copy));
+        let job = shared.submit(call, server, cluster.service(call, copy));
         Request {
             farm: Rc::clone(farm),
             job,

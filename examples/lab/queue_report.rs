@@ -1,0 +1,286 @@
+//! The report of workload (e), the queueing cluster: its acceptance lines, its table, and
+//! the tied-requests line seed by seed.
+
+use std::fmt::Write as _;
+
+use super::queueing::{Level, QueueReport, QueueRun, Scheme, SERVERS, TIE};
+use super::{ms_text, Check};
+
+/// The most a row that never makes the backend worse may add to unhedged p50 and p99.
+const NEVER_WORSE: f64 = 1.05;
+/// The least p99 cut that makes hedging worth it at light load.
+const WORTH_IT: f64 = 5.0;
+/// The loads "light" means.
+const LIGHT_LOAD: f64 = 0.3;
+/// The load the tied requests are judged at.
+pub const TIED_LOAD: f64 = 0.5;
+
+fn load_text(level: &Level) -> String {
+    format!("{:.0}%", level.cluster.utilisation * 100.0)
+}
+
+fn ratio(run: &QueueRun, unhedged: &QueueRun, quantile: f64) -> f64 {
+    run.percentile(quantile).as_secs_f64() / unhedged.percentile(quantile).as_secs_f64()
+}
+
+/// (e): the README's recommendation never worse than unhedged and worth it at light load;
+/// the fixed delay worse at some load; tied requests at 50% as good as any hedged row for
+/// less work.
+pub(super) fn check_queueing(report: &mut QueueReport) {
+    let levels = &report.levels;
+    let recommended = levels[0].recommended().scheme.label();
+    // The worst p50 and p99 of the recommendation against unhedged, over every load.
+    let worst = |quantile: f64| {
+        levels
+            .iter()
+            .map(|level| {
+                (
+                    ratio(level.recommended(), level.unhedged(), quantile),
+                    level,
+                )
+            })
+            .fold((0.0, &levels[0]), |worst, next| {
+                if next.0 > worst.0 {
+                    next
+                } else {
+                    worst
+                }
+            })
+    };
+    let ((p50, p50_at), (p99, p99_at)) = (worst(0.5), worst(0.99));
+    let mut checks = vec![Check {
+        claim: format!(
+            "(e) {recommended}: p50 and p99 <= {NEVER_WORSE:.2}x unhedged at every load"
+        ),
+        measured: format!(
+            "worst p50 {p50:.3}x at {}, worst p99 {p99:.3}x at {}",
+            load_text(p50_at),
+            load_text(p99_at)
+        ),
+        holds: p50 <= NEVER_WORSE && p99 <= NEVER_WORSE,
+    }];
+    let light: Vec<(f64, &Level)> = levels
+        .iter()
+        .filter(|level| level.cluster.utilisation <= LIGHT_LOAD + 1e-9)
+        .map(|level| {
+            (
+                1.0 / ratio(level.recommended(), level.unhedged(), 0.99),
+                level,
+            )
+        })
+        .collect();
+    checks.push(Check {
+        claim: format!(
+            "(e) {recommended}: p99 >= {WORTH_IT:.0}x lower than unhedged at <= {:.0}% load",
+            LIGHT_LOAD * 100.0
+        ),
+        measured: light
+            .iter()
+            .map(|(cut, level)| format!("{cut:.1}x at {}", load_text(level)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        holds: !light.is_empty() && light.iter().all(|(cut, _)| *cut >= WORTH_IT),
+    });
+    let fixed = levels[0].fixed().scheme.label();
+    let danger = levels
+        .iter()
+        .map(|level| (ratio(level.fixed(), level.unhedged(), 0.99), level))
+        .fold((0.0, &levels[0]), |worst, next| {
+            if next.0 > worst.0 {
+                next
+            } else {
+                worst
+            }
+        });
+    checks.push(Check {
+        claim: format!("(e) {fixed}: p99 above unhedged at some load <= 90%"),
+        measured: format!(
+            "{} vs {} at {} ({:.2}x)",
+            ms_text(danger.1.fixed().percentile(0.99)),
+            ms_text(danger.1.unhedged().percentile(0.99)),
+            load_text(danger.1),
+            danger.0
+        ),
+        holds: danger.0 > 1.0,
+    });
+    checks.push(check_tied(report));
+    report.checks = checks;
+}
+
+/// The best tied row and the best hedged row that is not tied (the lowest p99 of each) at
+/// `level`, and whether the tied one holds the line: a p99 at or below the hedged one's,
+/// for fewer extra service-seconds.
+pub fn tied_against_hedged(level: &Level) -> (&QueueRun, &QueueRun, bool) {
+    let best = |tied: bool| {
+        level
+            .runs
+            .iter()
+            .filter(|run| run.scheme != Scheme::Off)
+            .filter(|run| run.scheme.is_tied() == tied)
+            .min_by_key(|run| run.percentile(0.99))
+            .expect("tied and hedged rows")
+    };
+    let (tied, hedged) = (best(true), best(false));
+    let holds = tied.percentile(0.99) <= hedged.percentile(0.99)
+        && tied.extra_seconds() < hedged.extra_seconds();
+    (tied, hedged, holds)
+}
+
+/// (e) at 50%: the best tied row's p99 at or below the best hedged row's, for fewer extra
+/// service-seconds.
+fn check_tied(report: &QueueReport) -> Check {
+    let level = report
+        .levels
+        .iter()
+        .find(|level| (level.cluster.utilisation - TIED_LOAD).abs() < 1e-9)
+        .expect("the sweep includes 50%");
+    let (tied, hedged, holds) = tied_against_hedged(level);
+    Check {
+        claim: format!(
+            "(e) tied requests at {:.0}%: p99 at or below the best hedged row's, for fewer extra service-seconds",
+            TIED_LOAD * 100.0
+        ),
+        measured: format!(
+            "{}: {}, {:+.2} s; {}: {}, {:+.2} s",
+            tied.scheme.label(),
+            ms_text(tied.percentile(0.99)),
+            tied.extra_seconds(),
+            hedged.scheme.label(),
+            ms_text(hedged.percentile(0.99)),
+            hedged.extra_seconds()
+        ),
+        holds,
+    }
+}
+
+/// The tied-requests line at one load, seed by seed (`levels`, one per seed): which rows
+/// it compares, their p99, extra service-seconds and calls served twice, and the mean of
+/// the budgeted adaptive row and the tied pairs over every seed.
+pub fn tied_seed_table(levels: &[Level]) -> String {
+    let mut out = String::new();
+    let load = levels.first().map_or(String::new(), load_text);
+    let _ = writeln!(
+        out,
+        "(e) the tied-requests line at {load} load, seed by seed (arrivals and services drawn anew)"
+    );
+    let _ = writeln!(
+        out,
+        "| seed | {:<24} | {:>9} | {:>8} | {:>6} | {:<33} | {:>9} | {:>8} | {:>6} | line |",
+        "best hedged row", "p99", "extra s", "twice", "best tied row", "p99", "extra s", "twice"
+    );
+    let _ = writeln!(
+        out,
+        "|{:->6}|{:-<26}|{:->11}|{:->10}|{:->8}|{:-<35}|{:->11}|{:->10}|{:->8}|------|",
+        "", "", "", "", "", "", "", "", ""
+    );
+    let cells = |run: &QueueRun| {
+        format!(
+            "{:>9} | {:>+8.2} | {:>6}",
+            ms_text(run.percentile(0.99)),
+            run.extra_seconds(),
+            run.served_twice
+        )
+    };
+    let mut held = 0;
+    for level in levels {
+        let (tied, hedged, holds) = tied_against_hedged(level);
+        held += usize::from(holds);
+        let _ = writeln!(
+            out,
+            "| {:>4} | {:<24} | {} | {:<33} | {} | {} |",
+            level.cluster.seed,
+            hedged.scheme.label(),
+            cells(hedged),
+            tied.scheme.label(),
+            cells(tied),
+            if holds { "PASS" } else { "FAIL" }
+        );
+    }
+    let mean = |row: &dyn Fn(&Scheme) -> bool| {
+        let runs: Vec<&QueueRun> = levels.iter().map(|level| level.run(row)).collect();
+        let count = runs.len() as f64;
+        (
+            runs[0].scheme.label(),
+            runs.iter()
+                .map(|run| run.percentile(0.99).as_secs_f64())
+                .sum::<f64>()
+                / count,
+            runs.iter().map(|run| run.extra_seconds()).sum::<f64>() / count,
+            runs.iter().map(|run| run.served_twice as f64).sum::<f64>() / count,
+        )
+    };
+    for (label, p99, extra, twice) in [
+        mean(&|scheme| *scheme == Scheme::Adaptive { budget: true }),
+        mean(&|scheme| matches!(scheme, Scheme::TiedPair(_))),
+    ] {
+        let _ = writeln!(
+            out,
+            "mean over {} seeds, {label}: p99 {:.2} ms, {extra:+.2} s extra service, {twice:.0} calls served twice",
+            levels.len(),
+            p99 * 1e3
+        );
+    }
+    let _ = writeln!(out, "the line holds at {held} of {} seeds", levels.len());
+    out
+}
+
+/// The table of workload (e), one block of rows per load; `aborted` titles the variant
+/// whose in-service losers are aborted.
+pub fn queue_table(report: &QueueReport, levels: &[Level], aborted: bool) -> String {
+    let mut out = String::new();
+    if aborted {
+        let _ = writeln!(
+            out,
+            "(e) the same, with a loser in service aborted at once (cancellation reaches it)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "(e) queueing: {SERVERS} replicas, a FIFO queue and one worker each; 2% of services 10-100x the median"
+        );
+    }
+    let calls: Vec<usize> = levels.iter().map(|level| level.cluster.calls).collect();
+    let _ = writeln!(
+        out,
+        "30 s of Poisson arrivals per load ({} to {} calls); each copy to the replica with the shortest queue, at most two per call (two pairs for the tied pairs)",
+        calls.iter().min().unwrap_or(&0),
+        calls.iter().max().unwrap_or(&0),
+    );
+    let _ = writeln!(
+        out,
+        "fixed delay and tied second copy at the unloaded p95, {}; adaptive rows as the README recommends (p95, 2-200 ms, 10 s window; budget 5%, 50 in flight)",
+        ms_text(report.p95)
+    );
+    let _ = writeln!(
+        out,
+        "tied pairs: a pair's second copy {} us after its first unless the first started, the pairs hedged as the budgeted adaptive row hedges copies",
+        TIE.as_micros()
+    );
+    let _ = writeln!(
+        out,
+        "| {:>4} | {:<33} | {:>9} | {:>9} | {:>9} | {:>7} | {:>10} | {:>6} |",
+        "load", "configuration", "p50", "p99", "p99.9", "extra", "extra svc", "busy"
+    );
+    let _ = writeln!(
+        out,
+        "|{:->6}|{:-<35}|{:->11}|{:->11}|{:->11}|{:->9}|{:->12}|{:->8}|",
+        "", "", "", "", "", "", "", ""
+    );
+    for level in levels {
+        for run in &level.runs {
+            let _ = writeln!(
+                out,
+                "| {:>4} | {:<33} | {:>9} | {:>9} | {:>9} | {:>6.2}% | {:>+9.2}% | {:>5.1}% |",
+                load_text(level),
+                run.scheme.label(),
+                ms_text(run.percentile(0.5)),
+                ms_text(run.percentile(0.99)),
+                ms_text(run.percentile(0.999)),
+                run.extra_ratio() * 100.0,
+                run.extra_work * 100.0,
+                run.busy * 100.0
+            );
+        }
+    }
+    out
+}
