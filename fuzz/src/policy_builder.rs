@@ -11,7 +11,8 @@ use arbitrary::{Result, Unstructured};
 use hedging::timer::ManualTimer;
 use hedging::{Attempt, Hedgeable, Policy, Stats};
 
-use super::{any_duration, quiet_scripted_panics, CountingWaker, Mode};
+use super::script::{any_duration, Mode};
+use super::{quiet_scripted_panics, CountingWaker};
 /// Arbitrary builder calls, NaN, negative and huge values included: nothing panics, the
 /// policy holds the clamped settings, and calls through it still obey the cap.
 pub fn policy_builder(data: &[u8]) {

@@ -11,7 +11,8 @@ use arbitrary::{Result, Unstructured};
 use hedging::timer::ManualTimer;
 use hedging::{Attempt, Hedgeable, Policy, Stats};
 
-use super::{any_duration, due_by_rule, CountingWaker, Mode, MS};
+use super::script::{any_duration, due_by_rule, Mode};
+use super::{CountingWaker, MS};
 /// Arbitrary delays, caps, copy counts and `delay_fn` values, at every scale: copies start
 /// when the schedule rule says (counted from due times, however late the timer fires),
 /// never earlier than the copy before, as many as the mode allows, with one timer.
