@@ -38,6 +38,11 @@ fn hedge_state_machine_replays_corpus_and_random_inputs() {
 }
 
 #[test]
+fn hedge_stream_replays_corpus_and_random_inputs() {
+    replay("hedge_stream", targets::hedge_stream);
+}
+
+#[test]
 fn schedule_replays_corpus_and_random_inputs() {
     replay("schedule", targets::schedule);
 }
