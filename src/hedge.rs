@@ -10,11 +10,10 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Contest, Copies};
-use crate::ext::Factory;
+use crate::copies::{Contest, Copies, Opening};
+use crate::factory::Factory;
 use crate::policy::{AsPolicy, Shared};
-use crate::race::{Clock, End, Finished, Phase, Race};
-use crate::shard::Counter;
+use crate::race::{Call, End, Finished, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 use crate::timer::Timer;
 
@@ -225,56 +224,91 @@ where
 {
     type Output = Result<F::Ok, F::Error>;
 
+    // Inline, so a caller sees the fast path whole: an original that wins at its first
+    // poll; everything else is in `race_on`, out of line.
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut copies = this.copies;
         let Call { policy, race } = this.call;
         let shared = policy.as_policy().shared();
-        let contest = &mut Futures(this.factory);
+        let mut contest = Futures(this.factory);
 
-        let first_poll = match race.phase {
-            Phase::Running => false,
-            Phase::Idle => {
-                if let Some(finished) = copies.as_mut().start(race, contest, shared, cx) {
-                    copies.as_mut().drop_original();
-                    let verdict = Race::verdict(&finished, this.classify);
-                    match (finished, verdict) {
-                        // The fast path: an original that wins at once ends the call here,
-                        // with one stats update and none of the race's bookkeeping.
-                        (Finished::Item(result), Some(Verdict::Win)) => {
-                            race.phase = Phase::Done;
-                            shared.counters.add(&[Counter::Wins]);
-                            shared.copy_won();
-                            return Poll::Ready(result);
-                        }
-                        (finished, verdict) => {
-                            let mut clock = Clock::new(&shared.timer);
-                            if let Some(end) = race.settle(0, finished, verdict, shared, &mut clock)
-                            {
-                                return Poll::Ready(finish(copies, race, shared, end));
-                            }
-                        }
-                    }
+        // With no timeouts, a call that runs its original alone needs no race at all.
+        let untimed = this.deadlines.attempt().is_none() && this.deadlines.total().is_none();
+        let polled = match race.phase {
+            Phase::Running if untimed && race.alone() => {
+                match copies
+                    .as_mut()
+                    .poll_original::<Futures<'_, F>, _>(shared, cx)
+                {
+                    Poll::Pending => return Poll::Pending,
+                    ready => Some(ready),
                 }
-                true
             }
+            Phase::Running => None,
+            Phase::Idle => match copies.as_mut().start(race, &mut contest, shared, cx) {
+                Poll::Pending if untimed && race.alone() => return Poll::Pending,
+                polled => Some(polled),
+            },
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
-
-        let driven = copies.as_mut().drive(
+        let opening = match polled {
+            None => Opening::Running,
+            Some(Poll::Pending) => Opening::Pending,
+            Some(Poll::Ready(finished)) => {
+                copies.as_mut().drop_original();
+                let verdict = Race::verdict(&finished, this.classify);
+                match (finished, verdict) {
+                    // The fast path: one stats update and none of the race's bookkeeping.
+                    (Finished::Item(result), Some(Verdict::Win)) => {
+                        race.won_alone(shared);
+                        return Poll::Ready(result);
+                    }
+                    (finished, verdict) => Opening::Finished(finished, verdict),
+                }
+            }
+        };
+        race_on(
+            copies,
             race,
-            contest,
+            &mut contest,
             this.classify,
             this.deadlines,
             shared,
             cx,
-            first_poll,
-        );
-        driven.map(|end| finish(copies, race, shared, end))
+            opening,
+        )
     }
 }
 
+/// Everything but the fast path: polls the copies and follows the race to its end.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn race_on<F, C, D, Tm>(
+    mut copies: Pin<&mut Copies<F::Future, Tm::Sleep>>,
+    race: &mut Race<F::Ok, F::Error>,
+    contest: &mut Futures<'_, F>,
+    classify: &mut C,
+    deadlines: &D,
+    shared: &Shared<Tm>,
+    cx: &mut Context<'_>,
+    opening: Opening<F::Ok, F::Error>,
+) -> Poll<Result<F::Ok, F::Error>>
+where
+    F: Factory,
+    C: Classify<F::Ok, F::Error>,
+    D: Deadlines<F::Error>,
+    Tm: Timer,
+{
+    let driven = copies
+        .as_mut()
+        .drive(race, contest, classify, deadlines, shared, cx, opening);
+    driven.map(|end| finish(copies, race, shared, end))
+}
+
 /// Drops every copy and the timer, records the call, and yields its output.
+#[inline]
 fn finish<Fut, S, T, E, Tm>(
     mut copies: Pin<&mut Copies<Fut, S>>,
     race: &mut Race<T, E>,
@@ -339,22 +373,5 @@ impl<F: Factory, P: AsPolicy, C, D> fmt::Debug for Hedge<F, P, C, D> {
             .field("max_copies", &race.max_copies())
             .field("launched", &race.launched())
             .finish_non_exhaustive()
-    }
-}
-
-/// The policy a call runs under and the race's bookkeeping; counts the call as
-/// cancelled if it is dropped mid-race.
-pub(crate) struct Call<P: AsPolicy, T, E> {
-    pub(crate) policy: P,
-    pub(crate) race: Race<T, E>,
-}
-
-impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
-    // A finished call pays one check; only a cancelled one reaches the counters.
-    #[inline]
-    fn drop(&mut self) {
-        if self.race.phase == Phase::Running {
-            self.race.cancel(self.policy.as_policy().shared());
-        }
     }
 }

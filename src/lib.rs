@@ -95,8 +95,10 @@ extern crate std;
 mod adaptive;
 mod attempt;
 mod budget;
+mod builder;
 mod copies;
 mod ext;
+mod factory;
 mod hedge;
 mod policy;
 mod race;
@@ -112,12 +114,11 @@ mod trace;
 
 pub use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 pub use crate::budget::Budget;
-pub use crate::ext::{
-    AttemptFn, DecliningFn, Factory, FactoryFn, Hedgeable, HedgeableStream, IntoFactory,
-    IntoStreamFactory, StreamFactory,
-};
+pub use crate::builder::PolicyBuilder;
+pub use crate::ext::{Hedgeable, HedgeableStream, IntoFactory, IntoStreamFactory};
+pub use crate::factory::{AttemptFn, DecliningFn, Factory, FactoryFn, StreamFactory};
 pub use crate::hedge::Hedge;
-pub use crate::policy::{AsPolicy, Policy, PolicyBuilder};
+pub use crate::policy::{AsPolicy, Policy};
 pub use crate::shard::Stats;
 pub use crate::stream::HedgeStream;
 pub use crate::timeout::Elapsed;

@@ -63,6 +63,7 @@ impl Schedule {
     /// copy started; `None` when the clock never starts it.
     ///
     /// Never earlier than `previous_start`: the schedule is monotonic by construction.
+    #[inline]
     pub(crate) fn due(
         &self,
         copy: usize,

@@ -10,11 +10,10 @@ use futures_core::{FusedStream, Stream};
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Contest, Copies};
-use crate::ext::StreamFactory;
-use crate::hedge::Call;
+use crate::copies::{Contest, Copies, Opening};
+use crate::factory::StreamFactory;
 use crate::policy::AsPolicy;
-use crate::race::{Clock, End, Phase, Race};
+use crate::race::{Call, End, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 use crate::timer::Timer;
 
@@ -185,23 +184,20 @@ where
         let Call { policy, race } = this.call;
         let shared = policy.as_policy().shared();
         let contest = &mut Streams(this.factory);
-        let first_poll = match race.phase {
-            Phase::Running => false,
+        let opening = match race.phase {
+            Phase::Running => Opening::Running,
             // Ended without a winner.
             Phase::Done => return Poll::Ready(None),
-            Phase::Idle => {
-                if let Some(finished) = copies.as_mut().start(race, contest, shared, cx) {
+            Phase::Idle => match copies.as_mut().start(race, contest, shared, cx) {
+                Poll::Pending => Opening::Pending,
+                Poll::Ready(finished) => {
                     let verdict = Race::verdict(&finished, this.classify);
                     if verdict != Some(Verdict::Win) {
                         copies.as_mut().drop_original();
                     }
-                    let mut clock = Clock::new(&shared.timer);
-                    if let Some(end) = race.settle(0, finished, verdict, shared, &mut clock) {
-                        return Poll::Ready(conclude(copies, race, shared, end, this.committed));
-                    }
+                    Opening::Finished(finished, verdict)
                 }
-                true
-            }
+            },
         };
         let driven = copies.as_mut().drive(
             race,
@@ -210,7 +206,7 @@ where
             this.deadlines,
             shared,
             cx,
-            first_poll,
+            opening,
         );
         driven.map(|end| conclude(copies, race, shared, end, this.committed))
     }

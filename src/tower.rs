@@ -45,7 +45,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::attempt::{Attempt, ByResult, Classify, When};
-use crate::ext::Factory;
+use crate::factory::Factory;
 use crate::hedge::Hedge;
 use crate::policy::Policy;
 use crate::timer::{DefaultTimer, Timer};

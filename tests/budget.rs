@@ -512,3 +512,142 @@ fn a_copy_refused_twice_counts_one_denial() {
     assert_eq!(Driver::new(failing.hedged(&policy)).run(&timer), Err(0));
     assert_eq!(policy.stats().budget_denied, 1, "one copy was refused");
 }
+
+#[test]
+fn a_refusal_never_cancels_a_copy_in_flight() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0);
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(ms(10))
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    // The first hedge takes the only token; the second is refused at 20 ms. The original
+    // and the first hedge run on, and the hedge wins at 60 ms.
+    let mut call = Driver::new(factory(&timer, ms(100), ms(50)).hedged(&policy));
+    assert_eq!(call.run(&timer), Ok(1));
+    assert_eq!(timer.now(), ms(60));
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.budget_denied), (1, 1));
+}
+
+// --- Throttling (gRPC A6) ---------------------------------------------------------------
+
+/// A call whose every copy fails at 1 ms (`Err(index)`), under `policy`.
+fn failing_call(timer: &ManualTimer, policy: &Policy<ManualTimer>) -> Result<usize, usize> {
+    let failing = {
+        let timer = timer.clone();
+        move |a: Attempt| copy(&timer, a.index(), ms(1), true)
+    };
+    Driver::new(failing.hedged(policy)).run(timer)
+}
+
+#[test]
+fn throttling_starts_full_and_stops_hedging_at_half_its_tokens() {
+    let timer = ManualTimer::new();
+    let budget = Budget::throttling(10.0, 0.1);
+    let policy = policy(&timer, &budget);
+    assert_eq!(budget.tokens(), 10.0);
+
+    // Each call: the original fails (one token), then its hedge fails (another).
+    assert_eq!(failing_call(&timer, &policy), Err(0));
+    assert_eq!(failing_call(&timer, &policy), Err(0));
+    assert_eq!(budget.tokens(), 6.0);
+    assert_eq!(policy.stats().hedges, 2);
+    // The third call's original fails: 5 tokens left, at half: no hedge.
+    assert_eq!(failing_call(&timer, &policy), Err(0));
+    assert_eq!(budget.tokens(), 5.0);
+    assert_eq!(
+        (policy.stats().hedges, policy.stats().budget_denied),
+        (2, 1)
+    );
+}
+
+#[test]
+fn throttling_earns_token_ratio_back_per_winning_copy_up_to_max() {
+    let timer = ManualTimer::new();
+    let budget = Budget::throttling(10.0, 0.5);
+    let policy = policy(&timer, &budget);
+    assert_eq!(failing_call(&timer, &policy), Err(0));
+    assert_eq!(budget.tokens(), 8.0);
+    for _ in 0..3 {
+        let answer: Result<u8, ()> =
+            futures::executor::block_on((|| async { Ok(1) }).hedged(&policy));
+        assert_eq!(answer, Ok(1));
+    }
+    assert_eq!(budget.tokens(), 9.5);
+    for _ in 0..3 {
+        let _ = futures::executor::block_on((|| async { Ok::<_, ()>(1) }).hedged(&policy));
+    }
+    assert_eq!(budget.tokens(), 10.0, "capped at max_tokens");
+}
+
+#[test]
+fn throttling_counts_neither_fatal_nor_withdrawn_copies() {
+    let timer = ManualTimer::new();
+    let budget = Budget::throttling(10.0, 1.0);
+    let policy = policy(&timer, &budget);
+    let fatal = (|| async { Err::<u8, u8>(1) })
+        .hedged(&policy)
+        .when(|_| false);
+    assert_eq!(futures::executor::block_on(fatal), Err(1));
+    let withdrawn = (|| async { Ok::<u8, u8>(1) })
+        .hedged(&policy)
+        .max_copies(1)
+        .classify(|_: &Result<u8, u8>| hedging::Verdict::Withdraw);
+    assert_eq!(futures::executor::block_on(withdrawn), Ok(1));
+    assert_eq!(budget.tokens(), 10.0);
+}
+
+#[test]
+fn throttling_settings_are_clamped_to_grpc_ranges() {
+    assert_eq!(Budget::throttling(5000.0, 0.1).tokens(), 1000.0);
+    assert_eq!(Budget::throttling(0.0, 0.1).tokens(), 0.001);
+    assert_eq!(Budget::throttling(f64::NAN, 0.1).tokens(), 0.001);
+    assert_eq!(Budget::throttling(10.0, -1.0).ratio(), 0.001);
+    assert_eq!(Budget::throttling(10.0, f64::NAN).ratio(), 0.001);
+    assert!(format!("{:?}", Budget::throttling(10.0, 0.1)).contains("max_tokens: 10.0"));
+}
+
+// --- min_per_second ---------------------------------------------------------------------
+
+#[test]
+fn min_per_second_lets_hedges_through_an_empty_bucket() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(1.0).min_per_second(2);
+    let policy = policy(&timer, &budget);
+    // The burst's token, then the floor's two for this second, then a refusal.
+    for _ in 0..3 {
+        assert_eq!(slow_call(&timer, &policy), Ok(1));
+    }
+    assert_eq!(
+        slow_call(&timer, &policy),
+        Ok(0),
+        "the floor is spent for now"
+    );
+    assert_eq!(policy.stats().budget_denied, 1);
+    // A quiet second later, two more.
+    timer.advance(Duration::from_secs(1));
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(slow_call(&timer, &policy), Ok(0));
+}
+
+#[test]
+fn min_per_second_never_lifts_max_outstanding() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0)
+        .burst(1.0)
+        .max_outstanding(1)
+        .min_per_second(100);
+    let policy = policy(&timer, &budget);
+    let calls = three_calls_past_the_delay(&timer, &policy, ms(50));
+    assert_eq!(budget.outstanding(), 1);
+    assert_eq!(
+        (policy.stats().hedges, policy.stats().budget_denied),
+        (1, 2)
+    );
+    drop(calls);
+    assert_eq!(budget.outstanding(), 0);
+}

@@ -359,9 +359,19 @@ impl Drop for AliveHedge {
     }
 }
 
-/// 8 threads share one budget capped at 2 extra copies in flight. Hedges win, lose, fail
-/// and are cancelled, and every hedge's `Drop` yields the thread before it is gone: at no
-/// moment are more than 2 hedges alive, and every slot comes back.
+/// A copy's error; a copy that runs out of time fails with it too.
+#[derive(Debug)]
+struct Gone;
+
+impl From<hedging::Elapsed> for Gone {
+    fn from(_: hedging::Elapsed) -> Self {
+        Gone
+    }
+}
+
+/// 8 threads share one budget capped at 2 extra copies in flight. Hedges win, lose, fail,
+/// time out and are cancelled, and every hedge's `Drop` yields the thread before it is
+/// gone: at no moment are more than 2 hedges alive, and every slot comes back.
 #[test]
 fn hedges_alive_never_exceed_max_outstanding_across_threads() {
     const CAP: u64 = 2;
@@ -392,8 +402,9 @@ fn hedges_alive_never_exceed_max_outstanding_across_threads() {
                 for n in 0..CALLS {
                     // 0: the original wins at the second poll, its hedges lose;
                     // 1: the first hedge wins; 2: the hedges fail, the original wins at
-                    // the third poll; 3: the call is dropped after one poll.
-                    let plan = (n + thread) % 4;
+                    // the third poll; 3: the call is dropped after one poll; 4: every
+                    // copy runs out of its attempt timeout (the timer is always over).
+                    let plan = (n + thread) % 5;
                     let make = |attempt: Attempt| {
                         let guard = attempt.is_hedge().then(|| AliveHedge::new(&alive, &most));
                         let mut polls = 0;
@@ -403,12 +414,17 @@ fn hedges_alive_never_exceed_max_outstanding_across_threads() {
                             match (plan, attempt.index(), polls) {
                                 (0, 0, 2..) | (2, 0, 3..) => Poll::Ready(Ok(0)),
                                 (1, 1, 2..) => Poll::Ready(Ok(1)),
-                                (2, 1.., 2..) => Poll::Ready(Err(())),
+                                (2, 1.., 2..) => Poll::Ready(Err(Gone)),
                                 _ => Poll::Pending,
                             }
                         })
                     };
-                    let mut call = make.hedged(&policy);
+                    let timeout = if plan == 4 {
+                        Duration::from_millis(1)
+                    } else {
+                        Duration::MAX
+                    };
+                    let mut call = make.hedged(&policy).attempt_timeout(timeout);
                     let mut cx = noop_context();
                     for _ in 0..3 {
                         if Pin::new(&mut call).poll(&mut cx).is_ready() || plan == 3 {

@@ -68,46 +68,92 @@ pub struct Log {
     pub dropped: usize,
     pub finished: usize,
     pub polls: usize,
+    /// The most copies alive at once.
+    pub most_alive: usize,
 }
 
-/// A backend whose copy k follows `steps[k]` on a shared `ManualTimer`.
-#[derive(Clone)]
-pub struct Backend {
+/// A backend whose copy k follows `steps[k]` on a shared `ManualTimer`; its copies fail
+/// with `E::from(code)`.
+pub struct Backend<E = u32> {
     pub timer: ManualTimer,
     steps: Arc<Vec<Step>>,
     log: Arc<Mutex<Log>>,
+    errors: std::marker::PhantomData<fn() -> E>,
 }
 
-pub type CopyFuture = Pin<Box<dyn Future<Output = Result<u32, u32>> + Send>>;
+impl<E> Clone for Backend<E> {
+    fn clone(&self) -> Self {
+        Backend {
+            timer: self.timer.clone(),
+            steps: Arc::clone(&self.steps),
+            log: Arc::clone(&self.log),
+            errors: std::marker::PhantomData,
+        }
+    }
+}
+
+pub type CopyFuture<E = u32> = Pin<Box<dyn Future<Output = Result<u32, E>> + Send>>;
 
 impl Backend {
     pub fn new(timer: &ManualTimer, steps: impl IntoIterator<Item = Step>) -> Backend {
+        Backend::with_errors(timer, steps)
+    }
+}
+
+/// An error that converts from `Elapsed`, for calls with timeouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    Code(u32),
+    Elapsed,
+}
+
+impl From<u32> for Failure {
+    fn from(code: u32) -> Self {
+        Failure::Code(code)
+    }
+}
+
+impl From<hedging::Elapsed> for Failure {
+    fn from(_: hedging::Elapsed) -> Self {
+        Failure::Elapsed
+    }
+}
+
+impl<E: From<u32> + Send + 'static> Backend<E> {
+    pub fn with_errors(timer: &ManualTimer, steps: impl IntoIterator<Item = Step>) -> Self {
         Backend {
             timer: timer.clone(),
             steps: Arc::new(steps.into_iter().collect()),
             log: Arc::default(),
+            errors: std::marker::PhantomData,
         }
     }
 
     /// The factory a test hands to `hedged`.
-    pub fn factory(&self) -> impl FnMut(Attempt) -> CopyFuture + Send + 'static {
+    pub fn factory(&self) -> impl FnMut(Attempt) -> CopyFuture<E> + Send + 'static {
         let backend = self.clone();
         move |attempt: Attempt| backend.copy(attempt.index())
     }
 
-    pub fn copy(&self, index: usize) -> CopyFuture {
+    /// The most copies that were alive at once.
+    pub fn most_alive(&self) -> usize {
+        self.log.lock().unwrap().most_alive
+    }
+
+    pub fn copy(&self, index: usize) -> CopyFuture<E> {
         let step = self.steps[index];
-        self.log
-            .lock()
-            .unwrap()
-            .starts
-            .push((index, self.timer.now()));
+        {
+            let mut log = self.log.lock().unwrap();
+            log.starts.push((index, self.timer.now()));
+            log.most_alive = log.most_alive.max(log.starts.len() - log.dropped);
+        }
         let sleep = self.timer.sleep(step.after);
         Box::pin(ScriptedCopy {
             step,
             sleep,
             log: Arc::clone(&self.log),
             done: false,
+            errors: std::marker::PhantomData,
         })
     }
 
@@ -134,15 +180,16 @@ impl Backend {
     }
 }
 
-struct ScriptedCopy {
+struct ScriptedCopy<E> {
     step: Step,
     sleep: hedging::timer::ManualSleep,
     log: Arc<Mutex<Log>>,
     done: bool,
+    errors: std::marker::PhantomData<fn() -> E>,
 }
 
-impl Future for ScriptedCopy {
-    type Output = Result<u32, u32>;
+impl<E: From<u32>> Future for ScriptedCopy<E> {
+    type Output = Result<u32, E>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.log.lock().unwrap().polls += 1;
@@ -157,14 +204,14 @@ impl Future for ScriptedCopy {
         self.log.lock().unwrap().finished += 1;
         match self.step.end {
             End::Ok(value) => Poll::Ready(Ok(value)),
-            End::Err(error) => Poll::Ready(Err(error)),
+            End::Err(error) => Poll::Ready(Err(E::from(error))),
             End::Panic => panic!("scripted copy panicked"),
             End::Never => unreachable!(),
         }
     }
 }
 
-impl Drop for ScriptedCopy {
+impl<E> Drop for ScriptedCopy<E> {
     fn drop(&mut self) {
         // A poisoned lock means a test already failed; do not panic again in drop.
         if let Ok(mut log) = self.log.lock() {

@@ -1,8 +1,5 @@
-//! The copies of one call and its one timer: where they live, and the loop that polls
-//! them and carries out what the race decides. [`Hedge`](crate::Hedge) and
-//! [`HedgeStream`](crate::HedgeStream) differ only in what a copy is (a future, or a
-//! stream until its first item) and in what a winning copy becomes: that is
-//! [`Contest`].
+//! The loop that races a call's copies: it polls them, reports what it saw to the race,
+//! and carries out what the race decides (start a copy, expire copies, arm the timer).
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -11,167 +8,67 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use pin_project::pin_project;
-
+use super::{Contest, Copies, Opening, Slot};
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::policy::Shared;
 use crate::race::{Clock, End, Finished, Next, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
-/// What a copy is, for the loop that races copies.
-pub(crate) trait Contest {
-    /// One copy.
-    type Copy;
-    type Ok;
-    type Error;
-    /// Whether a winning copy stays alive after the race (a stream: its later items).
-    const KEEP_WINNER: bool;
-    /// Whether the factory may decline a copy; if so, a copy is made before the budget
-    /// is asked and the hook runs, so a declined copy touches neither.
-    const MAY_DECLINE: bool;
-
-    /// Makes copy `attempt.index()`, or declines it.
-    fn make(&mut self, attempt: Attempt) -> Option<Self::Copy>;
-
-    /// Polls a copy for its result: a future's output, or a stream's first item (`None`
-    /// when it ended without one).
-    fn poll_copy(
-        copy: Pin<&mut Self::Copy>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Self::Ok, Self::Error>>>;
-}
-
-/// Copy k's place in the slab: the copy, boxed, and when it started.
-struct Slot<C> {
-    copy: Option<Pin<Box<C>>>,
-    started: Duration,
-}
-
-/// The copies in flight and the one timer that schedules the next.
-#[pin_project]
-pub(crate) struct Copies<C, S> {
-    /// The original lives inline: a call it wins allocates nothing.
-    #[pin]
-    original: Option<C>,
-    /// Copy k lives at `[k - 1]`; the slab is allocated at the first hedge, with room for
-    /// every copy the call may start.
-    hedges: Option<Vec<Slot<C>>>,
-    #[pin]
-    sleep: Option<S>,
-}
-
-impl<C, S> Copies<C, S> {
-    pub(crate) const fn new() -> Self {
-        Copies {
-            original: None,
-            hedges: None,
-            sleep: None,
-        }
-    }
-
-    /// Whether the original is still in flight.
-    pub(crate) fn original_alive(&self) -> bool {
-        self.original.is_some()
-    }
-
-    /// Drops every copy and the timer.
-    pub(crate) fn clear(self: Pin<&mut Self>) {
-        let mut this = self.project();
-        this.original.set(None);
-        if let Some(slab) = this.hedges {
-            slab.clear();
-        }
-        this.sleep.set(None);
-    }
-
-    /// Drops every copy but `winner`, and the timer.
-    pub(crate) fn clear_except(self: Pin<&mut Self>, winner: usize) {
-        let mut this = self.project();
-        if winner != 0 {
-            this.original.set(None);
-        }
-        if let Some(slab) = this.hedges {
-            for (slot, index) in slab.iter_mut().zip(1..) {
-                if index != winner {
-                    slot.copy = None;
-                }
-            }
-        }
-        this.sleep.set(None);
-    }
-
-    /// Whether copy `index` is alive.
-    pub(crate) fn holds(&self, index: usize) -> bool {
-        match index {
-            0 => self.original.is_some(),
-            _ => self
-                .hedges
-                .as_ref()
-                .and_then(|slab| slab.get(index - 1))
-                .is_some_and(|slot| slot.copy.is_some()),
-        }
-    }
-
-    /// Copy `index`, if it is alive.
-    pub(crate) fn get(self: Pin<&mut Self>, index: usize) -> Option<Pin<&mut C>> {
-        let this = self.project();
-        match index {
-            0 => this.original.as_pin_mut(),
-            _ => this
-                .hedges
-                .as_mut()?
-                .get_mut(index - 1)?
-                .copy
-                .as_mut()
-                .map(Pin::as_mut),
-        }
-    }
-}
-
 impl<C, S: Future<Output = ()>> Copies<C, S> {
-    /// Starts the original copy and polls it once: how it finished, or `None` while it
-    /// runs. A finished original is still in its place: see [`Copies::drop_original`].
+    /// Starts the original copy and polls it once. A finished original is still in its
+    /// place: see [`Copies::drop_original`].
     #[inline]
     pub(crate) fn start<K, Tm>(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         race: &mut Race<K::Ok, K::Error>,
         contest: &mut K,
         shared: &Shared<Tm>,
         cx: &mut Context<'_>,
-    ) -> Option<Finished<K::Ok, K::Error>>
+    ) -> Poll<Finished<K::Ok, K::Error>>
     where
         K: Contest<Copy = C>,
     {
         let attempt = race.begin(shared);
-        let catch = shared.catch_unwind;
-        match make(contest, attempt, catch) {
+        match make(contest, attempt, shared.catch_unwind) {
             Ok(Some(copy)) => {
-                let mut original = self.project().original;
-                original.set(Some(copy));
-                let copy = original.as_pin_mut()?;
-                match poll::<K>(copy, cx, catch) {
-                    Poll::Pending => None,
-                    Poll::Ready(finished) => Some(finished),
-                }
+                self.as_mut().project().original.get().set(Some(copy));
+                self.poll_original::<K, Tm>(shared, cx)
             }
             Ok(None) => panic!(
                 "the original copy cannot be declined: the factory returned `None` for attempt 0"
             ),
             // A caught factory panic is a copy that failed at once.
-            Err(panicked) => Some(panicked),
+            Err(panicked) => Poll::Ready(panicked),
+        }
+    }
+
+    /// Polls the original, which must be in flight.
+    #[inline]
+    pub(crate) fn poll_original<K, Tm>(
+        self: Pin<&mut Self>,
+        shared: &Shared<Tm>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Finished<K::Ok, K::Error>>
+    where
+        K: Contest<Copy = C>,
+    {
+        match self.project().original.get().as_pin_mut() {
+            Some(copy) => poll::<K>(copy, cx, shared.catch_unwind),
+            None => unreachable!("the original is in flight"),
         }
     }
 
     /// Drops the original copy.
     #[inline]
     pub(crate) fn drop_original(self: Pin<&mut Self>) {
-        self.project().original.set(None);
+        self.project().original.get().set(None);
     }
 
-    /// Polls every copy in flight (unless `first_poll`: the original was just polled),
-    /// then does what the race says until it waits or ends.
+    /// Polls every copy in flight (or settles the original, just started), then does
+    /// what the race says until it waits or ends.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn drive<K, Cl, D, Tm>(
         mut self: Pin<&mut Self>,
         race: &mut Race<K::Ok, K::Error>,
@@ -180,7 +77,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         deadlines: &D,
         shared: &Shared<Tm>,
         cx: &mut Context<'_>,
-        first_poll: bool,
+        opening: Opening<K::Ok, K::Error>,
     ) -> Poll<End<K::Ok, K::Error>>
     where
         K: Contest<Copy = C>,
@@ -189,13 +86,17 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         Tm: Timer<Sleep = S>,
     {
         let mut clock = Clock::new(&shared.timer);
-        if !first_poll {
-            if let Some(end) = self
+        let settled = match opening {
+            Opening::Running => self
                 .as_mut()
-                .poll_each::<K, _, _>(race, classify, shared, &mut clock, cx)
-            {
-                return Poll::Ready(end);
+                .poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
+            Opening::Pending => None,
+            Opening::Finished(finished, verdict) => {
+                race.settle(0, finished, verdict, shared, &mut clock)
             }
+        };
+        if let Some(end) = settled {
+            return Poll::Ready(end);
         }
         loop {
             let oldest_start = match deadlines.attempt() {
@@ -208,7 +109,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                 Next::Wait => return Poll::Pending,
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
-                    let mut sleep = self.as_mut().project().sleep;
+                    let mut sleep = self.as_mut().project().sleep.get();
                     if let Some(after) = rearm {
                         match sleep.as_mut().as_pin_mut() {
                             Some(armed) => shared.timer.reset(armed, after),
@@ -222,7 +123,9 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                     let deadline = race.fired();
                     clock.fired_at(deadline);
                 }
-                Next::Expire { cutoff } => self.as_mut().expire(race, cutoff, deadlines, shared),
+                Next::Expire { now, attempt } => {
+                    self.as_mut().expire(race, now, attempt, deadlines, shared);
+                }
                 Next::Start(attempt) => {
                     let launched = self
                         .as_mut()
@@ -238,7 +141,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// When copy `index` started.
     fn started<T, E>(&self, race: &Race<T, E>, index: usize) -> Duration {
         let first_start = race.first_start().unwrap_or_default();
-        match (index, &self.hedges) {
+        match (index, &self.hedges.0) {
             (1.., Some(slab)) => slab.get(index - 1).map_or(first_start, |slot| slot.started),
             _ => first_start,
         }
@@ -246,6 +149,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
 
     /// Polls every copy in flight in index order, settling each that finished; stops at
     /// the first that ends the race.
+    #[inline(always)]
     fn poll_each<K, Cl, Tm>(
         mut self: Pin<&mut Self>,
         race: &mut Race<K::Ok, K::Error>,
@@ -261,18 +165,18 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     {
         let catch = shared.catch_unwind;
         let mut this = self.as_mut().project();
-        if let Some(copy) = this.original.as_mut().as_pin_mut() {
+        if let Some(copy) = this.original.as_mut().get().as_pin_mut() {
             if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
                 let verdict = Race::verdict(&finished, classify);
                 if !(K::KEEP_WINNER && verdict == Some(Verdict::Win)) {
-                    this.original.set(None);
+                    this.original.as_mut().get().set(None);
                 }
                 if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
                     return Some(end);
                 }
             }
         }
-        let slab = this.hedges.as_deref_mut().unwrap_or_default();
+        let slab = this.hedges.0.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if let Some(end) = poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
             {
@@ -336,6 +240,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         let slab = self
             .project()
             .hedges
+            .0
             .get_or_insert_with(|| Vec::with_capacity(max_copies - 1));
         match made {
             Ok(copy) => {
@@ -358,30 +263,32 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         }
     }
 
-    /// Drops the copies in flight that started at or before `cutoff`: their attempt
-    /// timeout passed. Copies start in index order, so the first younger one stops it.
+    /// Drops the copies in flight whose `attempt` timeout passed by `now`. Copies start
+    /// in index order, so the first younger one stops it.
     fn expire<T, E, D, Tm>(
         self: Pin<&mut Self>,
         race: &mut Race<T, E>,
-        cutoff: Duration,
+        now: Duration,
+        attempt: Duration,
         deadlines: &D,
         shared: &Shared<Tm>,
     ) where
         D: Deadlines<E>,
         Tm: Timer,
     {
+        let timed_out = |started: Duration| started.saturating_add(attempt) <= now;
         let mut this = self.project();
         if this.original.is_some() {
-            if race.first_start().is_some_and(|started| started > cutoff) {
+            if !timed_out(race.first_start().unwrap_or_default()) {
                 return;
             }
-            this.original.set(None);
+            this.original.as_mut().get().set(None);
             race.timed_out(0, deadlines, shared);
         }
-        let slab = this.hedges.as_deref_mut().unwrap_or_default();
+        let slab = this.hedges.0.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if slot.copy.is_some() {
-                if slot.started > cutoff {
+                if !timed_out(slot.started) {
                     return;
                 }
                 slot.copy = None;

@@ -1,0 +1,184 @@
+//! OpenTelemetry metrics for [`hedging`] policies: are the hedges winning?
+//!
+//! [`register`] creates observable counters that read [`Policy::stats`] when the meter
+//! provider collects, so a hedged call pays nothing for them: the policy keeps counting
+//! in its per-thread cells as it always does, and the counters are summed only at export.
+//!
+//! ```
+//! use hedging::{timer::TokioTimer, Policy};
+//! use opentelemetry::global;
+//!
+//! let reads = Policy::builder()
+//!     .name("user-reads") // the `hedging.policy.name` attribute of every data point
+//!     .timer(TokioTimer::new())
+//!     .build();
+//! hedging_opentelemetry::register(&reads, &global::meter("my-service"));
+//! ```
+//!
+//! # Instruments
+//!
+//! Every instrument is a monotonic `u64` observable counter carrying the attribute
+//! `hedging.policy.name` (the policy's [`name`](hedging::PolicyBuilder::name); absent
+//! when it has none).
+//!
+//! | instrument | unit | attributes | `Stats` field |
+//! |---|---|---|---|
+//! | `hedging.calls` | `{call}` | `hedging.outcome` = `win` | `wins` |
+//! | `hedging.calls` | `{call}` | `hedging.outcome` = `failure` | `failures` |
+//! | `hedging.calls` | `{call}` | `hedging.outcome` = `cancelled` | `cancelled` |
+//! | `hedging.hedges` | `{hedge}` | | `hedges`: copies started beyond the first |
+//! | `hedging.hedge_wins` | `{call}` | | `hedge_wins`: calls won by a copy other than the first |
+//! | `hedging.budget.denials` | `{hedge}` | | `budget_denied`: copies the budget refused |
+//!
+//! `calls` is the sum of `hedging.calls` over its outcomes: one instrument with an
+//! outcome attribute, as the semantic conventions prefer to a counter per outcome, so
+//! summing a metric over its attributes gives a meaningful total. The three outcomes of
+//! a policy are read from one snapshot. Names follow the OpenTelemetry naming guide:
+//! a `hedging.` namespace for a library-specific metric, pluralized names for counts of
+//! discrete things, units as UCUM annotations, and no `_total` suffix (a Prometheus
+//! exporter adds it: `hedging_calls_total{hedging_outcome="win"}`).
+//!
+//! Questions operators ask, as queries over rates:
+//!
+//! - *Are the hedges winning?* `hedging.hedge_wins / hedging.hedges`: the share of hedges
+//!   that came back first. Near zero, the delay is too short (hedges start while the
+//!   original is about to answer); near one, every hedge pays for itself.
+//! - *What does hedging cost?* `hedging.hedges / hedging.calls`: extra requests per call.
+//! - *Is the budget biting?* `hedging.budget.denials` above zero: hedges it refused.
+//!
+//! # gRPC A96
+//!
+//! gRFC A96 defines `grpc.client.call.hedges` (unit `{hedge}`): a histogram recorded once
+//! per call with the number of hedges that call started, calls without a hedge not
+//! recorded. Its sum is `hedging.hedges` here, and its count is the number of calls that
+//! hedged at least once, which the policy's counters do not keep. A96's per-call
+//! histograms need a per-call hook; these counters are totals, read at collection time
+//! so the hot path records nothing extra. Its `grpc.client.attempt.started` with
+//! `grpc.attempt_type = "hedge"` counts the same copies as `hedging.hedges`.
+//!
+//! # Lifetime
+//!
+//! Each callback holds a clone of the policy (a reference-count bump) and lives as long
+//! as the meter provider, which has no way to unregister it. Register each policy once:
+//! two registrations of one policy, or two unnamed policies, report the same attribute
+//! set twice. [`Policy::reset_stats`] makes the counters fall, which a backend reads as a
+//! counter reset; do not reset a policy whose stats are exported.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs, unsafe_code)]
+#![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+use hedging::{Policy, Stats};
+use opentelemetry::metrics::{AsyncInstrument, Meter};
+use opentelemetry::KeyValue;
+
+/// The attribute that names the policy on every data point.
+pub const POLICY_NAME: &str = "hedging.policy.name";
+
+/// The attribute of `hedging.calls` that says how a call ended: `win`, `failure` or
+/// `cancelled`.
+pub const OUTCOME: &str = "hedging.outcome";
+
+/// Creates the observable counters listed in the crate docs for `policy` on `meter`.
+///
+/// Nothing is recorded on a call's path: each collection reads [`Policy::stats`] once
+/// per instrument. The callbacks hold a clone of the policy for as long as the meter
+/// provider lives; register a policy once.
+///
+/// ```
+/// use hedging::{timer::TokioTimer, Policy};
+/// use opentelemetry::metrics::MeterProvider;
+/// use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+///
+/// let exporter = InMemoryMetricExporter::default();
+/// let provider = SdkMeterProvider::builder()
+///     .with_reader(PeriodicReader::builder(exporter.clone()).build())
+///     .build();
+/// let policy = Policy::builder().name("heads").timer(TokioTimer::new()).build();
+/// hedging_opentelemetry::register(&policy, &provider.meter("storage"));
+///
+/// provider.force_flush().unwrap();
+/// let exported = exporter.get_finished_metrics().unwrap();
+/// let names: Vec<_> = exported[0].scope_metrics().flat_map(|s| s.metrics()).map(|m| m.name().to_owned()).collect();
+/// assert!(names.contains(&"hedging.hedge_wins".to_owned()));
+/// ```
+pub fn register<T>(policy: &Policy<T>, meter: &Meter)
+where
+    T: Send + Sync + 'static,
+{
+    let name = policy.name().map(|name| KeyValue::new(POLICY_NAME, name));
+    let attributes =
+        |extra: Option<KeyValue>| -> Vec<KeyValue> { name.iter().cloned().chain(extra).collect() };
+
+    let outcomes = [
+        attributes(Some(KeyValue::new(OUTCOME, "win"))),
+        attributes(Some(KeyValue::new(OUTCOME, "failure"))),
+        attributes(Some(KeyValue::new(OUTCOME, "cancelled"))),
+    ];
+    let calls_policy = policy.clone();
+    meter
+        .u64_observable_counter("hedging.calls")
+        .with_description(
+            "Hedged calls that ended, by outcome: won, failed, or dropped before they finished.",
+        )
+        .with_unit("{call}")
+        .with_callback(move |observer| {
+            // One snapshot for the three outcomes, so they add up to the same calls.
+            let stats = calls_policy.stats();
+            let [wins, failures, cancelled] = &outcomes;
+            observer.observe(stats.wins, wins);
+            observer.observe(stats.failures, failures);
+            observer.observe(stats.cancelled, cancelled);
+        })
+        .build();
+
+    counter(
+        meter,
+        policy,
+        "hedging.hedges",
+        "{hedge}",
+        "Copies of a request started beyond the first, by the clock or after a failure.",
+        attributes(None),
+        |stats| stats.hedges,
+    );
+    counter(
+        meter,
+        policy,
+        "hedging.hedge_wins",
+        "{call}",
+        "Hedged calls won by a copy other than the first.",
+        attributes(None),
+        |stats| stats.hedge_wins,
+    );
+    counter(
+        meter,
+        policy,
+        "hedging.budget.denials",
+        "{hedge}",
+        "Copies beyond the first that the policy's hedging budget refused to start.",
+        attributes(None),
+        |stats| stats.budget_denied,
+    );
+}
+
+/// One observable counter reading one field of the policy's stats.
+fn counter<T>(
+    meter: &Meter,
+    policy: &Policy<T>,
+    name: &'static str,
+    unit: &'static str,
+    description: &'static str,
+    attributes: Vec<KeyValue>,
+    field: fn(&Stats) -> u64,
+) where
+    T: Send + Sync + 'static,
+{
+    let policy = policy.clone();
+    meter
+        .u64_observable_counter(name)
+        .with_description(description)
+        .with_unit(unit)
+        .with_callback(move |observer: &dyn AsyncInstrument<u64>| {
+            observer.observe(field(&policy.stats()), &attributes);
+        })
+        .build();
+}

@@ -1,0 +1,80 @@
+//! Request hedging for [`reqwest`]: a [`reqwest_middleware`] middleware that sends a copy
+//! of a request that has not answered within a delay, and keeps the first answer.
+//!
+//! ```
+//! use std::time::Duration;
+//! use hedging::{timer::TokioTimer, Policy};
+//! use reqwest_hedging::HedgeMiddleware;
+//! use reqwest_middleware::ClientBuilder;
+//!
+//! let policy = Policy::builder()
+//!     .name("catalog")                  // the label of its metrics
+//!     .delay(Duration::from_millis(20)) // near the backend's p95
+//!     .timer(TokioTimer::new())
+//!     .build();
+//! let client = ClientBuilder::new(reqwest::Client::new())
+//!     .with(HedgeMiddleware::new(policy))
+//!     .build();
+//! // client.get(url).send().await: a GET slower than 20 ms gets a second copy.
+//! ```
+//!
+//! # What is hedged
+//!
+//! - GET, HEAD and OPTIONS requests ([`HedgeMiddleware::methods`] changes the list),
+//!   unless they carry the [`NoHedge`] extension.
+//! - Up to the response headers: the first copy whose response wins is returned and the
+//!   others are dropped (their connections closed). Its body then streams from that copy
+//!   alone; a stall in the body is not hedged.
+//! - Not a request whose body cannot be copied (`Body::wrap_stream`): it is sent once,
+//!   and counted in the policy's stats as a call that never hedged.
+//!
+//! Which answers win and which start the next copy: [`DefaultClassify`] (502, 503 and
+//! 504, connect and timeout errors retry; `Retry-After` on 429 and 503 holds the next
+//! copy), replaced by [`HedgeMiddleware::classify`].
+//!
+//! # With `reqwest-retry`
+//!
+//! Middlewares run in the order they are attached, the first outermost. Put the retry
+//! middleware first, outside the hedge:
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use hedging::{timer::TokioTimer, Policy};
+//! # use reqwest_hedging::HedgeMiddleware;
+//! # use reqwest_middleware::ClientBuilder;
+//! use reqwest_retry::{policies::ExponentialBackoff, RetryTransientMiddleware};
+//!
+//! # let policy = Policy::builder().timer(TokioTimer::new()).build();
+//! let retries = ExponentialBackoff::builder().build_with_max_retries(2);
+//! let client = ClientBuilder::new(reqwest::Client::new())
+//!     .with(RetryTransientMiddleware::new_with_policy(retries)) // outside: after a backoff
+//!     .with(HedgeMiddleware::new(policy))                       // inside: within the delay
+//!     .build();
+//! ```
+//!
+//! - **Retry outside, hedge inside** (above): each attempt of the retry middleware is one
+//!   hedged call. The hedge answers slowness within milliseconds; only when every copy of
+//!   an attempt failed does the retry middleware see the failure (the first copy's 503 or
+//!   error), wait out its backoff, and try again. At most
+//!   `(max_retries + 1) × max_copies` requests per call.
+//! - **Hedge outside, retry inside** (`.with(hedge).with(retry)`): every copy retries on
+//!   its own, with backoffs that keep a failing copy in the race for seconds; a call can
+//!   send `max_copies × (max_retries + 1)` requests, most of them while the backend is
+//!   failing. Avoid it unless each copy goes to a different backend.
+//!
+//! The hedge retries 502/503/504 within a call by default; with retries outside, that
+//! leaves the retry middleware the failures that outlast a whole hedged call.
+//!
+//! # Runtime
+//!
+//! reqwest runs on tokio: give the policy `hedging::timer::TokioTimer` (feature `tokio`
+//! of `hedging`), and tests can drive hedges with tokio's paused clock.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs, unsafe_code)]
+#![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+mod classify;
+mod middleware;
+
+pub use crate::classify::{retry_after, ClassifyResponse, DefaultClassify};
+pub use crate::middleware::{HedgeMiddleware, NoHedge};

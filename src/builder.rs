@@ -1,0 +1,452 @@
+//! [`PolicyBuilder`]: every setting of a [`Policy`], clamped as each method says.
+
+use alloc::sync::Arc;
+use core::fmt;
+use core::time::Duration;
+
+use crate::adaptive::{AdaptiveConfig, LatencyTracker};
+use crate::attempt::Attempt;
+use crate::budget::Budget;
+use crate::policy::{HedgeHook, Policy, PolicyBudget, Shared};
+use crate::schedule::{Delays, Schedule};
+use crate::shard::Counters;
+use crate::timer::{DefaultTimer, Timer};
+
+impl Policy {
+    /// A builder with the defaults listed on [`PolicyBuilder`] and the default timer.
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::new()
+    }
+}
+
+impl<T: Timer + Default> Default for Policy<T> {
+    /// The policy [`PolicyBuilder`]'s defaults describe, with `T::default()` as its timer.
+    fn default() -> Self {
+        PolicyBuilder::new().timer(T::default()).build()
+    }
+}
+
+/// Builds a [`Policy`]. Every input is accepted; out-of-range values are clamped as each
+/// method says.
+///
+/// # Default
+///
+/// | setting | default |
+/// |---|---|
+/// | [`name`](Self::name) | none |
+/// | [`max_copies`](Self::max_copies) | 2 (the original and one hedge) |
+/// | [`delay`](Self::delay) | 10 ms |
+/// | [`max_delay`](Self::max_delay) | none |
+/// | [`adaptive_delay`](Self::adaptive_delay) | off (the delay is fixed) |
+/// | [`min_delay`](Self::min_delay) | 1 ms (bounds the adaptive delay only) |
+/// | [`adaptive_min_samples`](Self::adaptive_min_samples) | 100 |
+/// | [`adaptive_window`](Self::adaptive_window) | 10 s |
+/// | [`budget`](Self::budget) | none (no limit on extra copies) |
+/// | [`hedge_probability`](Self::hedge_probability) | 1.0 (every call may hedge) |
+/// | [`on_hedge`](Self::on_hedge) | none |
+/// | `catch_unwind` | off |
+/// | [`replace_failed`](Self::replace_failed) | off |
+/// | [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |
+///
+/// The mode methods ([`delay`](Self::delay), [`parallel`](Self::parallel),
+/// [`fallback`](Self::fallback), [`delay_fn`](Self::delay_fn)) replace each other: the
+/// last one called decides. [`adaptive_delay`](Self::adaptive_delay) makes the `delay`
+/// mode follow observed latencies (with `delay` as its starting point); `parallel`,
+/// `fallback` and `delay_fn` turn it off.
+pub struct PolicyBuilder<T = DefaultTimer> {
+    name: Option<&'static str>,
+    max_copies: usize,
+    delays: Delays,
+    max_delay: Option<Duration>,
+    hedge_probability: f64,
+    on_hedge: Option<HedgeHook>,
+    catch_unwind: bool,
+    replace_failed: bool,
+    timer: T,
+    adaptive: Option<AdaptiveConfig>,
+    min_delay: Duration,
+    min_samples: u32,
+    window: Duration,
+    budget: Option<Budget>,
+}
+
+/// The default of [`PolicyBuilder::min_delay`].
+const DEFAULT_MIN_DELAY: Duration = Duration::from_millis(1);
+/// The default of [`PolicyBuilder::adaptive_min_samples`].
+const DEFAULT_MIN_SAMPLES: u32 = 100;
+/// The default of [`PolicyBuilder::adaptive_window`].
+const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
+/// The shortest [`PolicyBuilder::adaptive_window`].
+const MIN_WINDOW: Duration = Duration::from_millis(100);
+/// What [`PolicyBuilder::adaptive_delay`] makes of a NaN quantile.
+const DEFAULT_QUANTILE: f64 = 0.95;
+
+impl PolicyBuilder {
+    /// The defaults listed above, with the default timer.
+    pub fn new() -> Self {
+        PolicyBuilder {
+            name: None,
+            max_copies: 2,
+            delays: Delays::Fixed(Duration::from_millis(10)),
+            max_delay: None,
+            hedge_probability: 1.0,
+            on_hedge: None,
+            catch_unwind: false,
+            replace_failed: false,
+            timer: DefaultTimer::default(),
+            adaptive: None,
+            min_delay: DEFAULT_MIN_DELAY,
+            min_samples: DEFAULT_MIN_SAMPLES,
+            window: DEFAULT_WINDOW,
+            budget: None,
+        }
+    }
+}
+
+impl Default for PolicyBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> PolicyBuilder<T> {
+    /// The largest [`max_copies`](Self::max_copies) accepted; larger values are clamped
+    /// to it. A call sizes its set of copies by `max_copies` when its first hedge starts.
+    pub const MAX_COPIES: usize = 64;
+
+    /// A label for the policy: `tracing` events carry it as the field `policy`, and
+    /// metrics exporters (such as `hedging-opentelemetry`) as an attribute. Use a short,
+    /// fixed name per kind of call (`"user-reads"`), not a per-request value.
+    pub fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// The most copies a call may start, the original included. Clamped to
+    /// `1..=`[`MAX_COPIES`](Self::MAX_COPIES): `0` becomes `1`, which turns hedging off.
+    pub fn max_copies(mut self, max_copies: usize) -> Self {
+        self.max_copies = max_copies.clamp(1, Self::MAX_COPIES);
+        self
+    }
+
+    /// Starts copy k (k ≥ 1) `delay` after copy k-1 started. A zero delay is the same as
+    /// [`parallel`](Self::parallel). With [`adaptive_delay`](Self::adaptive_delay), the
+    /// delay used until enough latencies are recorded.
+    ///
+    /// Choose a delay near the backend's 95th-percentile latency: below its median,
+    /// hedging mostly doubles the load.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delays = Delays::Fixed(delay);
+        self
+    }
+
+    /// The latest a copy may be due, counted from the original's start. Once the schedule
+    /// would pass it, the remaining copies start `max(delay / 4, 1 ms)` apart. A
+    /// `max_delay` below a fixed [`delay`](Self::delay) is raised to that delay.
+    pub fn max_delay(mut self, max_delay: Duration) -> Self {
+        self.max_delay = Some(max_delay);
+        self
+    }
+
+    /// Starts every copy at once (no timer is ever armed). Turns off
+    /// [`adaptive_delay`](Self::adaptive_delay).
+    pub fn parallel(mut self) -> Self {
+        self.delays = Delays::Fixed(Duration::ZERO);
+        self.adaptive = None;
+        self
+    }
+
+    /// Sequential failover: the next copy starts only when every copy in flight has
+    /// failed. No timer is ever armed. Turns off [`adaptive_delay`](Self::adaptive_delay).
+    pub fn fallback(mut self) -> Self {
+        self.delays = Delays::Fallback;
+        self.adaptive = None;
+        self
+    }
+
+    /// The delay before copy k, counted from the start of copy k-1; `None` stops the
+    /// timed copies (a failure still starts the next copy at once).
+    ///
+    /// The function runs once per copy, only when that copy may be needed; it must not
+    /// block. Turns off [`adaptive_delay`](Self::adaptive_delay).
+    pub fn delay_fn<F>(mut self, delay_for: F) -> Self
+    where
+        F: Fn(usize) -> Option<Duration> + Send + Sync + 'static,
+    {
+        self.delays = Delays::PerCopy(Arc::new(delay_for));
+        self.adaptive = None;
+        self
+    }
+
+    /// Makes the delay follow the `quantile` (`0.95`: the 95th percentile) of the latencies
+    /// of recent calls, bounded by [`min_delay`](Self::min_delay) and
+    /// [`max_delay`](Self::max_delay). Until the last
+    /// [`adaptive_window`](Self::adaptive_window) holds
+    /// [`adaptive_min_samples`](Self::adaptive_min_samples) latencies, the
+    /// [`delay`](Self::delay) is used (clamped to the same bounds).
+    ///
+    /// `quantile` is clamped to `0.0..=1.0`; NaN counts as `0.95`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::{Hedgeable, Policy, timer::ManualTimer};
+    /// # futures::executor::block_on(async {
+    /// let clock = ManualTimer::new();
+    /// let policy = Policy::builder()
+    ///     .adaptive_delay(0.95)                 // hedge at the recent p95
+    ///     .delay(Duration::from_millis(20))     // until 100 latencies are known
+    ///     .min_delay(Duration::from_millis(2))
+    ///     .max_delay(Duration::from_millis(500))
+    ///     .timer(clock.clone())
+    ///     .build();
+    /// assert_eq!(policy.delay(), Some(Duration::from_millis(20)));
+    /// # });
+    /// ```
+    ///
+    /// # What is recorded
+    ///
+    /// The latency of each call's *original* copy, from its first `Pending` to its end:
+    ///
+    /// - an original that wins is recorded exactly;
+    /// - an original dropped because a hedge won is recorded at its age when dropped, a
+    ///   lower bound. It was hedged, so that bound already exceeds the delay: it counts on
+    ///   the right side of the quantile being tracked, which is all a quantile needs.
+    ///   Dropping such copies instead would bias the delay low, and a lower delay hedges
+    ///   more calls, dropping more slow copies: a feedback loop;
+    /// - hedges are not recorded: they start only when a call is already slow and are
+    ///   seen finishing only when they win, a biased sample;
+    /// - an original that fails, or answers on its first poll (no clock is read then, to
+    ///   keep the fast path free of work), is not recorded.
+    ///
+    /// Recording is one relaxed atomic increment plus one read of the clock when the call
+    /// ends; see `benches/adaptive.rs`. The histogram takes about 47 KiB per policy (12 KiB
+    /// without `std`): four stripes, so threads record into different lines, of five
+    /// quarter-window slots.
+    ///
+    /// # Decay
+    ///
+    /// Latencies are kept per quarter of the [`adaptive_window`](Self::adaptive_window).
+    /// Each time a quarter completes, the delay is recomputed from the last four complete
+    /// quarters and the oldest is dropped, so the delay reflects the last window and
+    /// follows a shift in the workload within 1¼ windows.
+    pub fn adaptive_delay(mut self, quantile: f64) -> Self {
+        let quantile = if quantile.is_nan() {
+            DEFAULT_QUANTILE
+        } else {
+            quantile.clamp(0.0, 1.0)
+        };
+        if !matches!(self.delays, Delays::Fixed(_)) {
+            self.delays = Delays::Fixed(Duration::from_millis(10));
+        }
+        self.adaptive = Some(AdaptiveConfig {
+            quantile,
+            min_samples: 0,
+            window: Duration::ZERO,
+        });
+        self
+    }
+
+    /// The shortest adaptive delay. Default 1 ms: timers are not precise below that. Applies
+    /// to [`adaptive_delay`](Self::adaptive_delay) only; a `min_delay` above
+    /// [`max_delay`](Self::max_delay) raises `max_delay` to it.
+    ///
+    /// The adaptive delay holds at most `u64::MAX - 1` nanoseconds (about 584 years): a
+    /// longer `min_delay` or `max_delay` is clamped to that, so both stay exact bounds.
+    pub fn min_delay(mut self, min_delay: Duration) -> Self {
+        self.min_delay = min_delay;
+        self
+    }
+
+    /// How many latencies the last window must hold before the
+    /// [`adaptive_delay`](Self::adaptive_delay) replaces [`delay`](Self::delay).
+    /// Default 100; `0` is clamped to `1`.
+    pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
+        self.min_samples = samples.max(1);
+        self
+    }
+
+    /// How far back the [`adaptive_delay`](Self::adaptive_delay) looks: latencies older
+    /// than about a window are forgotten. Default 10 s; clamped to at least 100 ms.
+    ///
+    /// A shorter window follows a shifting workload sooner; it needs enough calls per
+    /// window (see [`adaptive_min_samples`](Self::adaptive_min_samples)) to mean anything.
+    pub fn adaptive_window(mut self, window: Duration) -> Self {
+        self.window = window.max(MIN_WINDOW);
+        self
+    }
+
+    /// Bounds the extra copies of this policy (and every other policy given the same
+    /// budget): see [`Budget`]. No budget by default.
+    pub fn budget(mut self, budget: &Budget) -> Self {
+        self.budget = Some(budget.clone());
+        self
+    }
+
+    /// The chance that a call may hedge at all, rolled once per call; a miss runs the
+    /// original copy alone. Clamped to `0.0..=1.0`; NaN counts as `1.0`, the default.
+    pub fn hedge_probability(mut self, probability: f64) -> Self {
+        self.hedge_probability = if probability.is_nan() {
+            1.0
+        } else {
+            probability.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// Runs `hook` synchronously just before each copy beyond the first starts (logging,
+    /// metrics). It must not block. A panic in it unwinds through the caller's `poll`,
+    /// whatever [`catch_unwind`](Self::catch_unwind) says.
+    pub fn on_hedge<F>(mut self, hook: F) -> Self
+    where
+        F: Fn(&Attempt) + Send + Sync + 'static,
+    {
+        self.on_hedge = Some(Arc::new(hook));
+        self
+    }
+
+    /// Whether a panicking copy counts as a failed copy instead of unwinding through the
+    /// caller. Off by default (Rust convention: a panic propagates).
+    ///
+    /// With it on, a panic is caught where the copy is made or polled and the race goes
+    /// on. If the race ends with no win and no error to return, the lowest-index panic
+    /// resumes, after every copy is dropped.
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+    pub fn catch_unwind(mut self, catch_unwind: bool) -> Self {
+        self.catch_unwind = catch_unwind;
+        self
+    }
+
+    /// Whether every failed copy starts the next one at once, while the others keep
+    /// running (Polly's and resilience's hedging; gRPC A6 for non-fatal codes). Off by
+    /// default: a failure starts the next copy early only when nothing else is in flight.
+    ///
+    /// Any failure counts (a [`Retry`](crate::Verdict::Retry) verdict, a caught panic, an
+    /// attempt timeout, a stream that ended empty), and each starts at most one copy, if
+    /// copies remain and the budget allows. A [`RetryAfter`](crate::Verdict::RetryAfter)
+    /// or [`Stop`](crate::Verdict::Stop) verdict decides for itself instead.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::Policy;
+    /// // Two copies at once, and a third the moment either fails.
+    /// let policy = Policy::builder()
+    ///     .max_copies(3)
+    ///     .delay_fn(|copy| (copy == 1).then_some(Duration::ZERO))
+    ///     .replace_failed(true)
+    ///     .build();
+    /// # let _ = policy;
+    /// ```
+    pub fn replace_failed(mut self, replace_failed: bool) -> Self {
+        self.replace_failed = replace_failed;
+        self
+    }
+
+    /// The clock that times the copies, such as
+    /// [`ManualTimer`](crate::timer::ManualTimer) in tests.
+    pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
+        PolicyBuilder {
+            name: self.name,
+            max_copies: self.max_copies,
+            delays: self.delays,
+            max_delay: self.max_delay,
+            hedge_probability: self.hedge_probability,
+            on_hedge: self.on_hedge,
+            catch_unwind: self.catch_unwind,
+            replace_failed: self.replace_failed,
+            timer,
+            adaptive: self.adaptive,
+            min_delay: self.min_delay,
+            min_samples: self.min_samples,
+            window: self.window,
+            budget: self.budget,
+        }
+    }
+
+    /// The policy.
+    pub fn build(self) -> Policy<T>
+    where
+        T: Timer,
+    {
+        let (delays, max_delay) = match (self.delays, self.adaptive) {
+            (Delays::Fixed(fallback), Some(adaptive)) => {
+                let max_delay = self
+                    .max_delay
+                    .map(|max_delay| max_delay.max(self.min_delay));
+                let config = AdaptiveConfig {
+                    min_samples: self.min_samples,
+                    window: self.window,
+                    ..adaptive
+                };
+                let upper = max_delay.unwrap_or(Duration::MAX);
+                let tracker = LatencyTracker::new(config, fallback, self.min_delay, upper);
+                (Delays::Adaptive(Arc::new(tracker)), max_delay)
+            }
+            (Delays::Fixed(delay), _) => (
+                Delays::Fixed(delay),
+                self.max_delay.map(|max| max.max(delay)),
+            ),
+            (delays, _) => (delays, self.max_delay),
+        };
+        Policy::from_shared(Shared {
+            name: self.name,
+            max_copies: self.max_copies,
+            schedule: Schedule { delays, max_delay },
+            hedge_probability: self.hedge_probability,
+            on_hedge: self.on_hedge,
+            catch_unwind: self.catch_unwind,
+            replace_failed: self.replace_failed,
+            timer: self.timer,
+            counters: Counters::new(),
+            #[cfg(not(feature = "std"))]
+            rng_seed: core::sync::atomic::AtomicU64::new(0x853c_49e6_748f_ea9b),
+            throttle: self
+                .budget
+                .clone()
+                .filter(|budget| budget.counts_outcomes()),
+            budget: self.budget.map(PolicyBudget::new),
+        })
+    }
+}
+
+impl<T: Clone> Clone for PolicyBuilder<T> {
+    fn clone(&self) -> Self {
+        PolicyBuilder {
+            name: self.name,
+            max_copies: self.max_copies,
+            delays: self.delays.clone(),
+            max_delay: self.max_delay,
+            hedge_probability: self.hedge_probability,
+            on_hedge: self.on_hedge.clone(),
+            catch_unwind: self.catch_unwind,
+            replace_failed: self.replace_failed,
+            timer: self.timer.clone(),
+            adaptive: self.adaptive,
+            min_delay: self.min_delay,
+            min_samples: self.min_samples,
+            window: self.window,
+            budget: self.budget.clone(),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyBuilder")
+            .field("name", &self.name)
+            .field("max_copies", &self.max_copies)
+            .field("delays", &self.delays)
+            .field("max_delay", &self.max_delay)
+            .field("hedge_probability", &self.hedge_probability)
+            .field("on_hedge", &self.on_hedge.is_some())
+            .field("catch_unwind", &self.catch_unwind)
+            .field("replace_failed", &self.replace_failed)
+            .field("adaptive", &self.adaptive.map(|adaptive| adaptive.quantile))
+            .field("min_delay", &self.min_delay)
+            .field("adaptive_min_samples", &self.min_samples)
+            .field("adaptive_window", &self.window)
+            .field("budget", &self.budget)
+            .field("timer", &self.timer)
+            .finish()
+    }
+}

@@ -1,0 +1,312 @@
+//! How copies leave the race and how the race ends: verdicts, the kept result, the
+//! budget's slots and tokens, the stats.
+
+use core::time::Duration;
+
+#[cfg(feature = "std")]
+use super::Panic;
+use super::{Clock, Due, End, Finished, Phase, Race};
+use crate::attempt::{Classify, Verdict};
+use crate::policy::Shared;
+use crate::shard::Counter;
+use crate::timeout::Deadlines;
+use crate::timer::Timer;
+
+/// A finished copy kept in case no copy wins.
+pub(super) struct Kept<T, E> {
+    index: u8,
+    lost: Lost<T, E>,
+}
+
+/// How a kept copy finished without winning.
+enum Lost<T, E> {
+    Withdrawn(Result<T, E>),
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+    Failed(Result<T, E>),
+}
+
+impl<T, E> Lost<T, E> {
+    /// Which end the race returns first when none wins: a failure, then a caught panic,
+    /// then a withdrawn result.
+    fn rank(&self) -> u8 {
+        match self {
+            Lost::Withdrawn(_) => 0,
+            #[cfg(feature = "std")]
+            Lost::Panicked(_) => 1,
+            Lost::Failed(_) => 2,
+        }
+    }
+}
+
+/// The kept result's place: a race that kept nothing drops it with one check.
+pub(super) struct KeptSlot<T, E>(pub(super) Option<Kept<T, E>>);
+
+impl<T, E> Drop for KeptSlot<T, E> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(kept) = self.0.take() {
+            drop_kept(kept);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_kept<T, E>(kept: Kept<T, E>) {
+    drop(kept);
+}
+
+impl<T, E> Race<T, E> {
+    /// The verdict on a finished copy; `None` when it left without a result.
+    #[inline]
+    pub(crate) fn verdict<C: Classify<T, E>>(
+        finished: &Finished<T, E>,
+        classify: &mut C,
+    ) -> Option<Verdict> {
+        match finished {
+            Finished::Item(result) => Some(classify.verdict(result)),
+            Finished::Ended => None,
+            #[cfg(feature = "std")]
+            Finished::Panicked(_) => None,
+        }
+    }
+
+    /// Books copy `index` as finished with `verdict` (from [`Race::verdict`]); `Some` when
+    /// it ends the race. A hedge that lost is already dropped: its budget slot comes back.
+    #[inline]
+    pub(crate) fn settle<Tm: Timer>(
+        &mut self,
+        index: usize,
+        finished: Finished<T, E>,
+        verdict: Option<Verdict>,
+        shared: &Shared<Tm>,
+        clock: &mut Clock<'_, Tm>,
+    ) -> Option<End<T, E>> {
+        self.in_flight &= !(1 << index);
+        if index > 0 && self.permits > 0 {
+            self.release_slot(shared);
+        }
+        match (finished, verdict) {
+            // The common end, kept inline: the rest of the bookkeeping is for losers.
+            (Finished::Item(result), Some(Verdict::Win)) => {
+                shared.copy_won();
+                Some(End::Won { index, result })
+            }
+            (finished, verdict) => self.settle_loss(index, finished, verdict, shared, clock),
+        }
+    }
+
+    /// [`Race::settle`] for every end but a win.
+    #[inline(never)]
+    fn settle_loss<Tm: Timer>(
+        &mut self,
+        index: usize,
+        finished: Finished<T, E>,
+        verdict: Option<Verdict>,
+        shared: &Shared<Tm>,
+        clock: &mut Clock<'_, Tm>,
+    ) -> Option<End<T, E>> {
+        let (result, verdict) = match (finished, verdict) {
+            (Finished::Item(result), Some(verdict)) => (result, verdict),
+            (Finished::Item(_), None) => unreachable!("a result always has a verdict"),
+            (Finished::Ended, _) => {
+                self.failed(index, None, true, shared);
+                return None;
+            }
+            #[cfg(feature = "std")]
+            (Finished::Panicked(panic), _) => {
+                self.failed(index, Some(Lost::Panicked(panic)), true, shared);
+                return None;
+            }
+        };
+        match verdict {
+            Verdict::Win => {
+                shared.copy_won();
+                Some(End::Won { index, result })
+            }
+            Verdict::Fatal => Some(End::Failed(result)),
+            Verdict::Withdraw => {
+                self.keep(index, Lost::Withdrawn(result));
+                None
+            }
+            Verdict::Retry => {
+                self.failed(index, Some(Lost::Failed(result)), true, shared);
+                None
+            }
+            Verdict::RetryAfter(after) => {
+                if self.launched < self.max_copies {
+                    // The server's word beats the schedule and every early start.
+                    let due = clock.now().saturating_add(after);
+                    self.start_clock(clock).next_due = if due < Duration::MAX {
+                        Due::At(due)
+                    } else {
+                        Due::Never
+                    };
+                    self.held = true;
+                }
+                self.failed(index, Some(Lost::Failed(result)), false, shared);
+                None
+            }
+            Verdict::Stop => {
+                self.max_copies = self.launched;
+                self.held = false;
+                self.failed(index, Some(Lost::Failed(result)), false, shared);
+                None
+            }
+        }
+    }
+
+    /// Copy `index` ran out of its attempt timeout and was dropped: a failure, with the
+    /// call's `Elapsed` error, not shown to the classifier.
+    pub(crate) fn timed_out<Tm, D: Deadlines<E>>(
+        &mut self,
+        index: usize,
+        deadlines: &D,
+        shared: &Shared<Tm>,
+    ) {
+        self.in_flight &= !(1 << index);
+        if index > 0 && self.permits > 0 {
+            self.release_slot(shared);
+        }
+        let elapsed = Lost::Failed(Err(deadlines.elapsed()));
+        self.failed(index, Some(elapsed), true, shared);
+    }
+
+    /// Books a failed copy: kept if it beats the one kept, charged to a throttling
+    /// budget, and owed a replacement under `replace_failed` unless a pushback decides.
+    fn failed<Tm>(
+        &mut self,
+        index: usize,
+        lost: Option<Lost<T, E>>,
+        replace: bool,
+        shared: &Shared<Tm>,
+    ) {
+        #[cfg(feature = "std")]
+        let panicked = matches!(lost, Some(Lost::Panicked(_)));
+        #[cfg(not(feature = "std"))]
+        let panicked = false;
+        crate::trace::copy_failed(shared.name, index, self.max_copies.into(), panicked);
+        shared.copy_failed();
+        if replace && shared.replace_failed {
+            self.owed = self.owed.saturating_add(1);
+        }
+        if let Some(lost) = lost {
+            self.keep(index, lost);
+        }
+    }
+
+    #[cold]
+    fn release_slot<Tm>(&mut self, shared: &Shared<Tm>) {
+        self.permits -= 1;
+        shared.release_slots(1);
+    }
+
+    #[cold]
+    fn release_all_slots<Tm>(&mut self, shared: &Shared<Tm>) {
+        shared.release_slots(self.permits.into());
+        self.permits = 0;
+    }
+
+    /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
+    /// lower index wins.
+    fn keep(&mut self, index: usize, lost: Lost<T, E>) {
+        let better = match &self.kept.0 {
+            None => true,
+            Some(kept) => {
+                (lost.rank(), core::cmp::Reverse(index))
+                    > (kept.lost.rank(), core::cmp::Reverse(kept.index.into()))
+            }
+        };
+        if better {
+            self.kept.0 = Some(Kept {
+                index: index as u8,
+                lost,
+            });
+        }
+    }
+
+    /// How the race ends when every copy finished and none won.
+    pub(super) fn give_up(&mut self) -> End<T, E> {
+        match self.kept.0.take().map(|kept| kept.lost) {
+            Some(Lost::Failed(result) | Lost::Withdrawn(result)) => End::Failed(result),
+            #[cfg(feature = "std")]
+            Some(Lost::Panicked(panic)) => End::Panicked(panic),
+            None => End::Empty,
+        }
+    }
+
+    /// How the race ends when its total timeout passed: the kept failure, if a real one,
+    /// else the call's `Elapsed` error.
+    pub(super) fn time_out_call<D: Deadlines<E>>(&mut self, deadlines: &D) -> End<T, E> {
+        match self.kept.0.take().map(|kept| kept.lost) {
+            Some(Lost::Failed(result)) => End::Failed(result),
+            _ => End::Failed(Err(deadlines.elapsed())),
+        }
+    }
+
+    /// Records the end of the race once the poller dropped its copies (all of them, or
+    /// all but a stream's winner): the original's latency, the budget slots, the stats.
+    /// `original_alive`: whether the original was still running when the race ended.
+    #[inline(always)]
+    pub(crate) fn conclude<Tm: Timer>(
+        &mut self,
+        shared: &Shared<Tm>,
+        end: &End<T, E>,
+        original_alive: bool,
+    ) {
+        // The clock runs only once a call waited: an instant answer skips all of this.
+        if let (Some(first_start), Some(_)) = (self.first_start(), shared.schedule.tracker()) {
+            // The original's latency: exact if it won, a lower bound if it loses now.
+            let original_won = matches!(end, End::Won { index: 0, .. });
+            if original_won || original_alive {
+                record_latency(shared, first_start);
+            }
+        }
+        // Losers first, then their budget slots: a slot is held exactly while its copy lives.
+        if self.permits > 0 {
+            self.release_all_slots(shared);
+        }
+        // A failure kept in case no copy won goes with the other losers.
+        self.kept.0 = None;
+        self.phase = Phase::Done;
+        let (outcome, hedge_win) = match end {
+            End::Won { index, .. } => {
+                crate::trace::won(shared.name, *index, self.launched.into());
+                (Counter::Wins, *index > 0)
+            }
+            _ => (Counter::Failures, false),
+        };
+        let counters = [outcome, Counter::HedgeWins];
+        shared.counters.add(&counters[..1 + usize::from(hedge_win)]);
+    }
+
+    /// The end of a call whose original won while it was the only copy started and the
+    /// call's clock never ran: nothing to give back, nothing to record but the win.
+    #[inline]
+    pub(crate) fn won_alone<Tm>(&mut self, shared: &Shared<Tm>) {
+        self.phase = Phase::Done;
+        shared.counters.add(&[Counter::Wins]);
+        shared.copy_won();
+    }
+
+    /// Gives back the slots of a call dropped mid-race, after its copies were dropped.
+    #[cold]
+    pub(crate) fn cancel<Tm>(&mut self, shared: &Shared<Tm>) {
+        if self.permits > 0 {
+            shared.release_slots(self.permits.into());
+            self.permits = 0;
+        }
+        shared.counters.add(&[Counter::Cancelled]);
+    }
+}
+
+/// Records the original's latency with the adaptive delay's tracker.
+#[cold]
+#[inline(never)]
+fn record_latency<Tm: Timer>(shared: &Shared<Tm>, first_start: Duration) {
+    if let Some(tracker) = shared.schedule.tracker() {
+        let now = shared.timer.now();
+        tracker.record(now.saturating_sub(first_start), now);
+    }
+}

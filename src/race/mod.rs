@@ -1,0 +1,470 @@
+//! The race's decisions: when each copy starts, what a finished copy means for the call,
+//! which failure to keep, the budget's slots and tokens, and the deadlines.
+//!
+//! Nothing here knows about futures or streams. [`Hedge`](crate::Hedge) and
+//! [`HedgeStream`](crate::HedgeStream) poll their copies and their one timer (through
+//! `copies::Copies::drive`), report what they saw, and ask [`Race::next`] what to do.
+
+#[cfg(feature = "std")]
+use alloc::boxed::Box;
+use core::time::Duration;
+
+use crate::attempt::Attempt;
+use crate::policy::{AsPolicy, Shared};
+use crate::shard::Counter;
+use crate::timeout::Deadlines;
+use crate::timer::Timer;
+
+mod ending;
+
+use self::ending::KeptSlot;
+
+/// The most copies a call starts: `PolicyBuilder::MAX_COPIES`.
+const MAX_COPIES: u8 = 64;
+
+/// A panic caught under `catch_unwind`, resumed if the race has nothing else to return.
+#[cfg(feature = "std")]
+pub(crate) type Panic = Box<dyn core::any::Any + Send>;
+
+/// How a copy left the race.
+pub(crate) enum Finished<T, E> {
+    /// Its result: a future's output, or a stream's first item.
+    Item(Result<T, E>),
+    /// A stream that ended before its first item: a failure with no error to keep.
+    Ended,
+    /// A panic caught under `catch_unwind`: a failure.
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+}
+
+/// How a race ends.
+pub(crate) enum End<T, E> {
+    /// Copy `index` won with `result`.
+    Won { index: usize, result: Result<T, E> },
+    /// A fatal result, or the kept failure (or withdrawn result) once no copy can win.
+    Failed(Result<T, E>),
+    /// Every copy ended with neither an item nor an error (streams only).
+    Empty,
+    /// The lowest-index caught panic, when nothing else is left to return.
+    #[cfg(feature = "std")]
+    Panicked(Panic),
+}
+
+/// What the race asks its poller to do next.
+pub(crate) enum Next<T, E> {
+    /// Start copy `attempt.index()` now: ask [`Race::admit`], make it, then report
+    /// [`Race::started`] or [`Race::declined`].
+    Start(Attempt),
+    /// Drop every copy in flight whose attempt timeout passed by `now` (it started
+    /// `attempt` or more before), in index order, and report each with
+    /// [`Race::timed_out`].
+    Expire { now: Duration, attempt: Duration },
+    /// Poll the timer: re-armed first to fire `after` from now when `rearm` is set, and
+    /// reported with [`Race::fired`] if it fired.
+    Sleep { rearm: Option<Duration> },
+    /// Nothing is due: wait for a copy to finish.
+    Wait,
+    /// The race is over: drop the copies, then [`Race::conclude`].
+    End(End<T, E>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Not polled yet.
+    Idle,
+    Running,
+    /// Returned (or, for a stream, committed).
+    Done,
+}
+
+/// When the next copy is due, once known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Due {
+    Unknown,
+    At(Duration),
+    Never,
+}
+
+/// Why the copy being started starts now; a refusal by the budget ends that reason only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    /// Its due time came (the schedule, or a `RetryAfter`).
+    Due,
+    /// Nothing is in flight: every copy so far failed.
+    NoneInFlight,
+    /// `replace_failed`: a copy failed while others run.
+    Replace,
+}
+
+/// One time reading per poll, taken only if a decision needs it.
+pub(crate) struct Clock<'t, Tm> {
+    timer: &'t Tm,
+    now: Option<Duration>,
+}
+
+impl<'t, Tm: Timer> Clock<'t, Tm> {
+    pub(crate) fn new(timer: &'t Tm) -> Self {
+        Clock { timer, now: None }
+    }
+
+    /// The time of this poll, read on first use.
+    pub(crate) fn now(&mut self) -> Duration {
+        *self.now.get_or_insert_with(|| self.timer.now())
+    }
+
+    /// The timer, armed for `deadline`, fired: time has moved on, to the deadline at least
+    /// (a timer that fires is trusted, whatever its clock says).
+    pub(crate) fn fired_at(&mut self, deadline: Option<Duration>) {
+        let now = self.timer.now();
+        self.now = Some(deadline.map_or(now, |deadline| now.max(deadline)));
+    }
+}
+
+/// The state of one call's race. Counts of copies are bytes: a call starts at most 64,
+/// and the copies in flight are the bits of one word.
+pub(crate) struct Race<T, E> {
+    pub(crate) phase: Phase,
+    /// Copies this call may start: the policy's cap, 1 after a missed probability roll,
+    /// or how many had started when a `Stop`, a refusal or a declining factory ended the
+    /// starting.
+    max_copies: u8,
+    launched: u8,
+    /// Failures not yet replaced, with `replace_failed`.
+    owed: u8,
+    /// One more than the index of the copy the budget last refused (0: none), so a copy
+    /// refused twice is counted once.
+    refused: u8,
+    /// The budget's `max_outstanding` slots this call holds: one per copy in flight
+    /// beyond the first.
+    permits: u8,
+    /// Why the copy of the last [`Next::Start`] starts.
+    reason: Reason,
+    /// Whether a `RetryAfter` holds the next copy until its due time.
+    held: bool,
+    /// Bit k: copy k is in flight.
+    in_flight: u64,
+    /// `None` until the call needs the time: a call answered at once never reads a clock.
+    times: Option<Times>,
+    /// The lowest-index failure, or failing that the lowest-index caught panic, or the
+    /// lowest-index withdrawn result.
+    kept: KeptSlot<T, E>,
+}
+
+/// The race's times, from when its clock starts: the original's first `Pending`.
+struct Times {
+    /// When the original first said `Pending`.
+    first_start: Duration,
+    /// The newest copy's start by the schedule: its due time, or when it started early.
+    last_start: Duration,
+    /// Where the copy of the last [`Next::Start`] sits in the schedule: its due time, or
+    /// when it starts early.
+    anchor: Duration,
+    next_due: Due,
+    /// The deadline the timer is armed for.
+    armed_at: Option<Duration>,
+}
+
+impl Times {
+    /// When copy `copy` is due by the clock, computed once per copy; `None` when the
+    /// clock never starts it.
+    fn next_due<Tm>(&mut self, shared: &Shared<Tm>, copy: u8) -> Option<Duration> {
+        if self.next_due == Due::Unknown {
+            let due = shared
+                .schedule
+                .due(copy.into(), self.last_start, self.first_start);
+            self.next_due = match due {
+                // A due time that saturated is past the end of time: it never comes.
+                Some(due) if due < Duration::MAX => Due::At(due),
+                _ => Due::Never,
+            };
+        }
+        match self.next_due {
+            Due::At(due) => Some(due),
+            Due::Unknown | Due::Never => None,
+        }
+    }
+}
+
+impl<T, E> Race<T, E> {
+    pub(crate) const fn new() -> Self {
+        Race {
+            phase: Phase::Idle,
+            // Until the race begins, the call's own cap (see `cap`).
+            max_copies: MAX_COPIES,
+            launched: 0,
+            owed: 0,
+            refused: 0,
+            permits: 0,
+            reason: Reason::Due,
+            held: false,
+            in_flight: 0,
+            times: None,
+            kept: KeptSlot(None),
+        }
+    }
+
+    /// Starts the race with its original copy; returns that copy's attempt.
+    #[inline]
+    pub(crate) fn begin<Tm>(&mut self, shared: &Shared<Tm>) -> Attempt {
+        self.phase = Phase::Running;
+        // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
+        self.max_copies = (shared.copies_for_call() as u8).min(self.max_copies);
+        self.launched = 1;
+        self.in_flight = 1;
+        Attempt::new(0, self.max_copies.into(), Duration::ZERO)
+    }
+
+    /// Caps the copies this call may start; too late once it began.
+    pub(crate) fn cap(&mut self, max_copies: usize) {
+        if self.phase == Phase::Idle {
+            self.max_copies = max_copies.clamp(1, MAX_COPIES.into()) as u8;
+        }
+    }
+
+    pub(crate) fn launched(&self) -> usize {
+        self.launched.into()
+    }
+
+    pub(crate) fn max_copies(&self) -> usize {
+        self.max_copies.into()
+    }
+
+    /// The lowest-index copy in flight, if any: with starts in index order, the oldest.
+    pub(crate) fn oldest_in_flight(&self) -> Option<usize> {
+        (self.in_flight != 0).then(|| self.in_flight.trailing_zeros() as usize)
+    }
+
+    /// When the original started, once the clock runs.
+    pub(crate) fn first_start(&self) -> Option<Duration> {
+        self.times.as_ref().map(|times| times.first_start)
+    }
+
+    /// Starts the call's clock unless it runs already.
+    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
+        self.times.get_or_insert_with(|| {
+            let now = clock.now();
+            Times {
+                first_start: now,
+                last_start: now,
+                anchor: now,
+                next_due: Due::Unknown,
+                armed_at: None,
+            }
+        })
+    }
+
+    /// What to do next, given the copies in flight and when the oldest of them started.
+    #[inline(always)]
+    pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
+        &mut self,
+        shared: &Shared<Tm>,
+        deadlines: &D,
+        oldest_start: Option<Duration>,
+        clock: &mut Clock<'_, Tm>,
+    ) -> Next<T, E> {
+        let can_start = self.launched < self.max_copies;
+        if !can_start {
+            if self.in_flight == 0 {
+                return Next::End(self.give_up());
+            }
+            if deadlines.attempt().is_none() && deadlines.total().is_none() {
+                // Hedging off, or every copy started: only the copies can end the call.
+                return Next::Wait;
+            }
+        }
+        let (launched, in_flight, held, owed) =
+            (self.launched, self.in_flight, self.held, self.owed);
+        let times = self.start_clock(clock);
+        let first_start = times.first_start;
+        if can_start && !held && (in_flight == 0 || owed > 0) {
+            // Every copy failed, or a failure is to be replaced: the next starts now.
+            let now = clock.now();
+            let reason = if in_flight == 0 {
+                Reason::NoneInFlight
+            } else {
+                Reason::Replace
+            };
+            let anchor = now.max(times.last_start);
+            return self.start(reason, anchor, now);
+        }
+        let due = if can_start {
+            times.next_due(shared, launched)
+        } else {
+            None
+        };
+        let armed_at = times.armed_at;
+        let attempt_deadline = match (deadlines.attempt(), oldest_start) {
+            (Some(attempt), Some(started)) => deadline(started, attempt),
+            _ => None,
+        };
+        let total_deadline = deadlines
+            .total()
+            .and_then(|total| deadline(first_start, total));
+        let Some(earliest) = sooner(sooner(due, attempt_deadline), total_deadline) else {
+            return if self.in_flight == 0 {
+                // Held by a pushback to the end of time: nothing will ever start.
+                Next::End(self.give_up())
+            } else {
+                Next::Wait
+            };
+        };
+        if armed_at == Some(earliest) {
+            return Next::Sleep { rearm: None };
+        }
+        let now = clock.now();
+        if total_deadline.is_some_and(|deadline| now >= deadline) {
+            return Next::End(self.time_out_call(deadlines));
+        }
+        if let (Some(attempt), Some(deadline)) = (deadlines.attempt(), attempt_deadline) {
+            if now >= deadline {
+                return Next::Expire { now, attempt };
+            }
+        }
+        if let Some(due) = due.filter(|due| *due <= now) {
+            return self.start(Reason::Due, due, now);
+        }
+        if let Some(times) = &mut self.times {
+            times.armed_at = Some(earliest);
+        }
+        Next::Sleep {
+            rearm: Some(earliest - now),
+        }
+    }
+
+    /// Asks for copy `launched` to start now, anchored to `anchor` in the schedule.
+    fn start(&mut self, reason: Reason, anchor: Duration, now: Duration) -> Next<T, E> {
+        self.reason = reason;
+        let first_start = match &mut self.times {
+            Some(times) => {
+                times.anchor = anchor;
+                times.first_start
+            }
+            None => now,
+        };
+        Next::Start(Attempt::new(
+            self.launched.into(),
+            self.max_copies.into(),
+            now.saturating_sub(first_start),
+        ))
+    }
+
+    /// Asks the budget for the copy of the last [`Next::Start`]; on a refusal, that reason
+    /// to start a copy is spent and `false` is returned.
+    pub(crate) fn admit<Tm: Timer>(
+        &mut self,
+        shared: &Shared<Tm>,
+        clock: &mut Clock<'_, Tm>,
+    ) -> bool {
+        match shared.admit_hedge(|| clock.now()) {
+            Ok(holds_slot) => {
+                self.permits += u8::from(holds_slot);
+                true
+            }
+            Err(_) => {
+                self.refuse(shared);
+                false
+            }
+        }
+    }
+
+    #[cold]
+    fn refuse<Tm>(&mut self, shared: &Shared<Tm>) {
+        // Refused again after a failure, the same copy is not counted twice.
+        if self.refused != self.launched + 1 {
+            self.refused = self.launched + 1;
+            shared.budget_refused();
+        }
+        crate::trace::budget_refused(shared.name, self.launched.into(), self.max_copies.into());
+        match self.reason {
+            // No more timed copies for this call; a failure may still ask.
+            Reason::Due => {
+                if let Some(times) = &mut self.times {
+                    times.next_due = Due::Never;
+                }
+                self.held = false;
+            }
+            // Nothing in flight and nothing may start: the race ends.
+            Reason::NoneInFlight => self.max_copies = self.launched,
+            Reason::Replace => self.owed = 0,
+        }
+    }
+
+    /// Runs the `on_hedge` hook for the copy about to start.
+    pub(crate) fn hook<Tm>(&self, shared: &Shared<Tm>, attempt: &Attempt) {
+        if let Some(on_hedge) = &shared.on_hedge {
+            on_hedge(attempt);
+        }
+        crate::trace::hedge_launched(shared.name, attempt);
+    }
+
+    /// The copy of the last [`Next::Start`] was made: it is in flight.
+    pub(crate) fn started<Tm>(&mut self, shared: &Shared<Tm>) {
+        let index = self.launched;
+        if let Some(times) = &mut self.times {
+            times.last_start = times.anchor;
+            times.next_due = Due::Unknown;
+        }
+        self.launched += 1;
+        self.in_flight |= 1 << index;
+        self.held = false;
+        self.owed = self.owed.saturating_sub(1);
+        shared.counters.add(&[Counter::Hedges]);
+    }
+
+    /// The factory declined the copy of the last [`Next::Start`]: no more copies start.
+    pub(crate) fn declined(&mut self) {
+        self.max_copies = self.launched;
+        if let Some(times) = &mut self.times {
+            times.next_due = Due::Never;
+        }
+        self.held = false;
+        self.owed = 0;
+    }
+
+    /// The timer fired; returns the deadline it was armed for.
+    pub(crate) fn fired(&mut self) -> Option<Duration> {
+        self.times.as_mut()?.armed_at.take()
+    }
+
+    /// Whether the call runs its original alone, with nothing to schedule: hedging is off
+    /// for it (`max_copies` 1, or a missed probability roll) and its clock never started.
+    #[inline]
+    pub(crate) fn alone(&self) -> bool {
+        self.max_copies == 1 && self.times.is_none()
+    }
+}
+
+/// `after` past `start`, or `None` if that saturates: past the end of time, it never comes.
+#[inline]
+fn deadline(start: Duration, after: Duration) -> Option<Duration> {
+    start
+        .checked_add(after)
+        .filter(|deadline| *deadline < Duration::MAX)
+}
+
+/// The sooner of two deadlines, either of which may be missing.
+#[inline]
+fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// The policy a call runs under and the race's bookkeeping; counts the call as
+/// cancelled if it is dropped mid-race.
+pub(crate) struct Call<P: AsPolicy, T, E> {
+    pub(crate) policy: P,
+    pub(crate) race: Race<T, E>,
+}
+
+impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
+    // A finished call pays one check; only a cancelled one reaches the counters.
+    #[inline]
+    fn drop(&mut self) {
+        if self.race.phase == Phase::Running {
+            self.race.cancel(self.policy.as_policy().shared());
+        }
+    }
+}
