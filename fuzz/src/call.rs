@@ -87,7 +87,7 @@ fn build_policy(
     script: &Script,
     timer: &ManualTimer,
     delay_fn_calls: &Arc<Mutex<Vec<usize>>>,
-    hooks: &Arc<Mutex<Vec<usize>>>,
+    hooks: &Arc<Mutex<Vec<Attempt>>>,
     budget: Option<&Budget>,
 ) -> Policy<ManualTimer> {
     let builder = Policy::builder()
@@ -116,7 +116,7 @@ fn build_policy(
             hooks
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(attempt.index());
+                .push(*attempt);
             if Some(attempt.index()) == hook_panics_at {
                 panic!("scripted hook panic");
             }
@@ -343,7 +343,7 @@ struct Call<'a> {
     policy: &'a Policy<ManualTimer>,
     budget: Option<&'a Budget>,
     log: SharedLog,
-    hooks: &'a Mutex<Vec<usize>>,
+    hooks: &'a Mutex<Vec<Attempt>>,
     world: &'a mut World,
     /// The timer's sleeps made before this call.
     sleeps_before: u64,
@@ -649,8 +649,11 @@ impl<'a> Call<'a> {
             "factory calls (index, elapsed, max)"
         );
         assert_eq!(log.made, model.made, "copies made (index, time)");
-        let hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        assert_eq!(hooks, model.hooks, "on_hedge calls");
+        let hooks: Vec<_> = (self.hooks.lock().unwrap_or_else(|e| e.into_inner()))
+            .iter()
+            .map(|a| (a.index(), a.elapsed(), a.max_copies()))
+            .collect();
+        assert_eq!(hooks, model.hooks, "on_hedge calls (index, elapsed, max)");
         assert_eq!(log.classified, model.classified, "results classified");
         assert_eq!(
             log.dropped,

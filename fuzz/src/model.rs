@@ -342,8 +342,8 @@ pub(crate) struct Model<'s> {
     pub(crate) attempts: Vec<(usize, Duration, usize)>,
     /// (index, virtual time) of each copy made.
     pub(crate) made: Vec<(usize, Duration)>,
-    /// The copy index of every `on_hedge` call.
-    pub(crate) hooks: Vec<usize>,
+    /// (index, elapsed, max_copies) of every `on_hedge` call.
+    pub(crate) hooks: Vec<(usize, Duration, usize)>,
     pub(crate) classified: Vec<Output>,
 }
 
@@ -763,7 +763,7 @@ impl<'s> Model<'s> {
                     Some(slot) => holds_slot = slot,
                     None => return None,
                 }
-                if let Some(end) = self.hook(index) {
+                if let Some(end) = self.hook(index, elapsed) {
                     self.orphan_slots += usize::from(holds_slot);
                     return Some(end);
                 }
@@ -803,7 +803,7 @@ impl<'s> Model<'s> {
                     // Made, then dropped without a poll.
                     None => return None,
                 }
-                if let Some(end) = self.hook(index) {
+                if let Some(end) = self.hook(index, elapsed) {
                     self.orphan_slots += usize::from(holds_slot);
                     return Some(end);
                 }
@@ -849,9 +849,10 @@ impl<'s> Model<'s> {
         None
     }
 
-    /// The `on_hedge` hook runs for copy `index`: `Some` if it panics.
-    fn hook(&mut self, index: usize) -> Option<Expected> {
-        self.hooks.push(index);
+    /// The `on_hedge` hook runs for copy `index`, `elapsed` into the call: `Some` if it
+    /// panics.
+    fn hook(&mut self, index: usize, elapsed: Duration) -> Option<Expected> {
+        self.hooks.push((index, elapsed, self.max_copies));
         (self.script.hook_panics_at == Some(index)).then_some(Expected::Unwound)
     }
 
