@@ -1,6 +1,8 @@
 //! The tail-latency lab: what hedging does to p50/p99/p99.9 on four simulated workloads,
 //! with a fixed delay and an adaptive one, with and without a 5% budget, beside the ideal
-//! model (the same samples, zero overhead).
+//! model (the same samples, zero overhead); and on a fifth, a cluster of queueing
+//! replicas swept from 10% to 90% load, where extra copies are real load and tied
+//! requests join the rows.
 //!
 //! ```sh
 //! cargo run --release --example tail_latency                          # simulated, deterministic
@@ -26,13 +28,18 @@ fn main() {
     for report in &reports {
         println!("{}", lab::table(report));
     }
+    let queueing = lab::run_queueing();
+    println!("{}", lab::queue_table(&queueing, &queueing.levels, false));
+    let aborted = lab::run_aborted(queueing.p95);
+    println!("{}", lab::queue_table(&queueing, &aborted, true));
     println!("Acceptance:");
     let mut all_hold = true;
-    for report in &reports {
-        print!("{}", lab::acceptance(report));
-        all_hold &= report.checks.iter().all(|check| check.holds);
+    let checks = reports.iter().map(|report| &report.checks);
+    for checks in checks.chain([&queueing.checks]) {
+        print!("{}", lab::acceptance(checks));
+        all_hold &= checks.iter().all(|check| check.holds);
     }
-    let svg = lab::svg(&reports);
+    let svg = lab::svg(&reports, &queueing);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tail_latency.svg");
     match std::fs::create_dir_all(path.parent().expect("target/ has a parent"))
         .and_then(|()| std::fs::write(&path, svg))

@@ -9,6 +9,13 @@
 //! a delay read is one atomic load and a recording is one `fetch_add` (two on a slot
 //! change per quarter window).
 //!
+//! The estimate hedges stragglers, not a queue. When, in each of the two newest slots,
+//! more than a tenth of the latencies exceed four times the slot's median, the slow calls
+//! are a crowd: the backend is queueing, and extra copies would only lengthen the queue.
+//! The estimate is then the window's slowest latency, so only calls slower than any recent
+//! one are hedged. (One slot alone may straddle a shift of the median, which looks the
+//! same; two in a row do not.)
+//!
 //! We wrote the histogram instead of depending on `hdrhistogram` (not shareable without a
 //! lock or per-thread recorders) or `histogram` (std only, no in-place clearing, and
 //! every snapshot allocates): decay needs slots cleared in place, and the crate must build
@@ -41,6 +48,11 @@ const STRIPE_LEN: usize = SLOTS as usize * BUCKETS;
 const SLOTS_PER_WINDOW: u32 = (SLOTS - 1) as u32;
 /// The cached delay before enough samples exist.
 const NO_ESTIMATE: u64 = u64::MAX;
+/// A latency over this many times the window's median is slow...
+const CROWD_MEDIANS: u64 = 4;
+/// ...and when more than one latency in this many is that slow, the slow calls are a
+/// queue, not stragglers.
+const CROWD_ONE_IN: u64 = 10;
 /// The longest delay the estimate holds (`u64::MAX - 1` nanoseconds, about 584 years):
 /// `min_delay` and `max_delay` are clamped to it, so they bound the estimate exactly.
 pub(crate) const MAX_ESTIMATE: Duration = Duration::from_nanos(NO_ESTIMATE - 1);
@@ -195,18 +207,34 @@ impl LatencyTracker {
                 .checked_sub(back as u64 + 1)
                 .map(|slot| (slot % SLOTS) as usize * BUCKETS)
         });
-        let count_at = |bucket: usize| -> u64 {
-            rows.iter()
-                .flatten()
-                .flat_map(|row| {
-                    self.counts
-                        .chunks(STRIPE_LEN)
-                        .map(move |stripe| &stripe[row + bucket])
-                })
-                .map(|count| u64::from(count.load(Relaxed)))
-                .sum()
+        let mut window = [0u64; BUCKETS];
+        let mut slot = [0u64; BUCKETS];
+        // Whether the two newest slots with samples are both a queue: one slot alone may
+        // straddle a shift of the median, which looks the same.
+        let (mut newest, mut queueing) = (0, 0);
+        for (back, row) in rows.into_iter().enumerate() {
+            let Some(row) = row else { continue };
+            slot.fill(0);
+            for stripe in self.counts.chunks(STRIPE_LEN) {
+                for (sum, count) in slot.iter_mut().zip(&stripe[row..row + BUCKETS]) {
+                    *sum += u64::from(count.load(Relaxed));
+                }
+            }
+            for (sum, count) in window.iter_mut().zip(&slot) {
+                *sum += count;
+            }
+            if back < 2 && slot.iter().any(|&count| count > 0) {
+                newest += 1;
+                queueing += usize::from(is_queue(&slot));
+            }
+        }
+        // A queue is hedged only past its slowest recent latency.
+        let quantile = if newest > 0 && queueing == newest {
+            1.0
+        } else {
+            self.config.quantile
         };
-        let estimate = quantile_micros(count_at, self.config.quantile, self.config.min_samples)
+        let estimate = window_delay(&window, quantile, self.config.min_samples)
             .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
         // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
         let nanos = estimate.map_or(NO_ESTIMATE, nanos);
@@ -231,29 +259,43 @@ fn stripe() -> usize {
     return 0;
 }
 
-/// The upper edge of the bucket holding the `quantile` of the counts `count_at` gives per
-/// bucket, or `None` with fewer than `min_samples` samples.
-fn quantile_micros(
-    count_at: impl Fn(usize) -> u64,
-    quantile: f64,
-    min_samples: u32,
-) -> Option<u64> {
-    let total: u64 = (0..BUCKETS).map(&count_at).sum();
+/// The delay a window of counts per bucket suggests, in microseconds: the upper edge of
+/// the bucket holding the `quantile`, or `None` with fewer than `min_samples` samples.
+fn window_delay(window: &[u64; BUCKETS], quantile: f64, min_samples: u32) -> Option<u64> {
+    let total: u64 = window.iter().sum();
     if total == 0 || total < u64::from(min_samples) {
         return None;
     }
-    // The nearest-rank quantile: the smallest value with at least `quantile` of the
-    // samples at or below it. In parts per million, so 0.95 * 100 is exactly rank 95.
+    Some(bucket_at(window, total, quantile))
+}
+
+/// Whether a slot's slow calls are a queue rather than stragglers: more than one latency
+/// in [`CROWD_ONE_IN`] over [`CROWD_MEDIANS`] times the median. The slot has samples.
+fn is_queue(slot: &[u64; BUCKETS]) -> bool {
+    let total: u64 = slot.iter().sum();
+    let slow_above = bucket_at(slot, total, 0.5).saturating_mul(CROWD_MEDIANS);
+    let slow: u64 = (0..BUCKETS)
+        .filter(|&bucket| upper_edge_micros(bucket) > slow_above)
+        .map(|bucket| slot[bucket])
+        .sum();
+    slow.saturating_mul(CROWD_ONE_IN) > total
+}
+
+/// The upper edge of the bucket holding the nearest-rank `quantile` of the `total` counts:
+/// the smallest value with at least `quantile` of them at or below it.
+fn bucket_at(window: &[u64; BUCKETS], total: u64, quantile: f64) -> u64 {
+    // In parts per million, so 0.95 * 100 is exactly rank 95.
     let parts = (quantile * 1e6 + 0.5) as u128;
     let rank = (parts * u128::from(total)).div_ceil(1_000_000) as u64;
     let rank = rank.clamp(1, total);
     let mut seen = 0;
-    (0..BUCKETS)
+    let bucket = (0..BUCKETS)
         .find(|&bucket| {
-            seen += count_at(bucket);
+            seen += window[bucket];
             seen >= rank
         })
-        .map(upper_edge_micros)
+        .expect("the rank is at most the total");
+    upper_edge_micros(bucket)
 }
 
 impl fmt::Debug for LatencyTracker {
@@ -381,6 +423,56 @@ mod tests {
         assert!(tracker.delay(4999 * MS) < 2 * MS);
         // A whole window later, with nothing recorded since: forgotten.
         assert_eq!(tracker.delay(5000 * MS), 10 * MS);
+    }
+
+    /// Records `fast` latencies of 1 ms and `slow` of 10 ms in slot `slot` of the test
+    /// tracker's ring (slots of one second).
+    fn record_slot(tracker: &LatencyTracker, slot: u32, fast: u32, slow: u32) {
+        let at = slot * 1000 * MS;
+        (0..fast).for_each(|_| tracker.record(MS, at));
+        (0..slow).for_each(|_| tracker.record(10 * MS, at));
+    }
+
+    #[test]
+    fn stragglers_keep_the_quantile() {
+        let tracker = tracker(0.9, 1);
+        // 5% of calls ten times the median: stragglers, hedged at the p90.
+        record_slot(&tracker, 0, 95, 5);
+        record_slot(&tracker, 1, 95, 5);
+        let delay = tracker.delay(2000 * MS);
+        assert!(delay < MS + MS / 16, "{delay:?}");
+    }
+
+    #[test]
+    fn a_queue_of_slow_calls_is_not_hedged_below_the_slowest_latency() {
+        let tracker = tracker(0.5, 1);
+        // 20% of calls ten times the median in both newest slots: a queue.
+        record_slot(&tracker, 0, 80, 20);
+        record_slot(&tracker, 1, 80, 20);
+        let delay = tracker.delay(2000 * MS);
+        assert!(
+            (10 * MS..=10 * MS + 10 * MS / 16).contains(&delay),
+            "{delay:?}"
+        );
+    }
+
+    #[test]
+    fn one_slot_straddling_a_shift_keeps_the_quantile() {
+        let tracker = tracker(0.5, 1);
+        // The older slot is all fast; the newest has a crowd of slow calls, as a slot does
+        // when the median moves within it.
+        record_slot(&tracker, 0, 100, 0);
+        record_slot(&tracker, 1, 70, 30);
+        let delay = tracker.delay(2000 * MS);
+        assert!(delay < MS + MS / 16, "{delay:?}");
+    }
+
+    #[test]
+    fn a_queue_in_the_only_slot_so_far_counts() {
+        let tracker = tracker(0.5, 1);
+        record_slot(&tracker, 0, 70, 30);
+        let delay = tracker.delay(1000 * MS);
+        assert!(delay >= 10 * MS, "{delay:?}");
     }
 
     #[test]

@@ -228,7 +228,19 @@ impl<T> PolicyBuilder<T> {
     /// Latencies are kept per quarter of the [`adaptive_window`](Self::adaptive_window).
     /// Each time a quarter completes, the delay is recomputed from the last four complete
     /// quarters and the oldest is dropped, so the delay reflects the last window and
-    /// follows a shift in the workload within 1¼ windows.
+    /// follows a shift in the workload within 1¼ windows. After an idle gap longer than a
+    /// window, nothing recent is left: the delay is [`delay`](Self::delay) again until
+    /// `adaptive_min_samples` new latencies arrive ([`Policy::delay`] says so too).
+    ///
+    /// # Queueing
+    ///
+    /// The delay hedges stragglers, not a queue. When, in each of the two newest quarter
+    /// windows, more than a tenth of the latencies exceed four times that quarter's median,
+    /// the slow calls are a crowd: the backend is queueing, and extra copies would only
+    /// lengthen its queues. The delay is then the window's slowest latency (within
+    /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged. A
+    /// service whose latencies spread that wide on their own (a log-normal σ above about
+    /// 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay).
     pub fn adaptive_delay(mut self, quantile: f64) -> Self {
         let quantile = if quantile.is_nan() {
             DEFAULT_QUANTILE

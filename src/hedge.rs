@@ -269,46 +269,45 @@ where
                 }
             }
         };
-        race_on(
+        Hedge::race_on(
             copies,
-            race,
+            this.call,
             &mut contest,
             this.classify,
             this.deadlines,
-            shared,
             cx,
             opening,
         )
     }
 }
 
-/// Everything but the fast path: polls the copies and follows the race to its end.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn race_on<F, C, D, Tm>(
-    mut copies: Pin<&mut Copies<F::Future, Tm::Sleep>>,
-    race: &mut Race<F::Ok, F::Error>,
-    contest: &mut Futures<'_, F>,
-    classify: &mut C,
-    deadlines: &D,
-    shared: &Shared<Tm>,
-    cx: &mut Context<'_>,
-    opening: Opening<F::Ok, F::Error>,
-) -> Poll<Result<F::Ok, F::Error>>
-where
-    F: Factory,
-    C: Classify<F::Ok, F::Error>,
-    D: Deadlines<F::Error>,
-    Tm: Timer,
-{
-    let driven = copies
-        .as_mut()
-        .drive(race, contest, classify, deadlines, shared, cx, opening);
-    driven.map(|end| finish(copies, race, shared, end))
+impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
+    /// Everything but the fast path: polls the copies and follows the race to its end.
+    #[inline(never)]
+    fn race_on(
+        mut copies: Pin<&mut Copies<F::Future, <P::Timer as Timer>::Sleep>>,
+        call: &mut Call<P, F::Ok, F::Error>,
+        contest: &mut Futures<'_, F>,
+        classify: &mut C,
+        deadlines: &D,
+        cx: &mut Context<'_>,
+        opening: Opening<F::Ok, F::Error>,
+    ) -> Poll<Result<F::Ok, F::Error>>
+    where
+        C: Classify<F::Ok, F::Error>,
+        D: Deadlines<F::Error>,
+    {
+        let Call { policy, race } = call;
+        let shared = policy.as_policy().shared();
+        let driven = copies
+            .as_mut()
+            .drive(race, contest, classify, deadlines, shared, cx, opening);
+        driven.map(|end| finish(copies, race, shared, end))
+    }
 }
 
 /// Drops every copy and the timer, records the call, and yields its output.
-#[inline]
+#[inline(always)]
 fn finish<Fut, S, T, E, Tm>(
     mut copies: Pin<&mut Copies<Fut, S>>,
     race: &mut Race<T, E>,

@@ -38,35 +38,51 @@
 //!
 //! [`PolicyBuilder::adaptive_delay`] makes the delay track a quantile of recent
 //! latencies, and a [`Budget`] shared by any number of policies caps the extra copies (a
-//! token bucket, plus an optional cap on copies in flight), so hedging cannot multiply the
-//! load on a backend that slows down.
+//! token bucket or gRPC's retry throttling, plus an optional cap on copies in flight), so
+//! hedging cannot multiply the load on a backend that slows down.
+//!
+//! # Timeouts, pushback, streams
+//!
+//! [`Hedge::attempt_timeout`] bounds each copy and [`Hedge::timeout`] the whole call;
+//! [`Verdict::RetryAfter`] and [`Verdict::Stop`] carry a server's pushback;
+//! [`PolicyBuilder::replace_failed`] starts the next copy the moment any fails; a factory
+//! may decline a copy by returning `None`; and [`HedgeableStream::hedged_stream`] races
+//! copies of a stream until one yields a winning first item.
 //!
 //! # Contracts
 //!
 //! | Contract | Guarantee |
 //! |---|---|
-//! | First win returns | The first copy whose verdict is [`Verdict::Win`] is returned; every other copy is dropped before `poll` returns. |
+//! | First win returns | The first copy whose verdict is `Win` is returned; every other copy, and any failure kept in case none won, is dropped before `poll` returns. |
 //! | Output type | The output is the copies' own `Result<T, E>`; there is no wrapper error. |
-//! | All failed | When every copy failed and none is left to start, the lowest-index failure is returned. |
+//! | All failed | When every copy failed and none is left to start, the lowest-index failure is returned (else a caught panic resumes, else the lowest-index withdrawn result). |
 //! | Failure accelerates | When no copy is in flight and copies remain, the next one starts at once, not at its scheduled time. |
-//! | Schedule | Copy k is due `delay` after copy k-1 started. Once a due time would pass `max_delay` after the original, the rest are spread `max(delay / 4, 1 ms)` apart. |
-//! | Modes | [`parallel`](PolicyBuilder::parallel): every copy at once. [`fallback`](PolicyBuilder::fallback): the next copy only after a failure. [`delay_fn`](PolicyBuilder::delay_fn): a delay per copy, `None` stops timed copies. |
-//! | Parallelism cap | At most `max_copies` copies start per call; `max_copies(0)` is clamped to 1 (hedging off), values above [`PolicyBuilder::MAX_COPIES`] (64) to it. |
-//! | Fast path | With one copy allowed, or an original ready on its first poll, no timer is made and nothing is allocated. |
-//! | Lazy timer | The timer is made only when a copy is pending and another is due; one timer per call is re-armed for later deadlines. |
-//! | No spawn | Copies are polled inside [`Hedge`]'s `poll` with the caller's waker; nothing runs after it is dropped. |
-//! | Cancellation | Dropping a [`Hedge`] drops every copy and the timer. |
-//! | No lost wake-ups | A [`Hedge`] polled only when woken runs to completion. |
-//! | Hedge probability | [`hedge_probability(p)`](PolicyBuilder::hedge_probability) is rolled once per call; a miss runs the original alone. |
-//! | Hooks | [`on_hedge`](PolicyBuilder::on_hedge) runs synchronously just before each copy beyond the first starts. |
+//! | Replace failed | With `replace_failed(true)`, every failed copy (a `Retry` verdict, a caught panic, an attempt timeout, a stream that ended empty) starts one next copy at once, while the others keep running. |
+//! | Schedule | Copy k is due `delay` after copy k-1 was launched (its due time, or when a failure started it early). Once a due time would pass `max_delay` after the original, the rest are spread `max(delay / 4, 1 ms)` apart. `Attempt::elapsed` is when the copy really started. |
+//! | Modes | `parallel()`: every copy at once. `fallback()`: the next copy only after a failure. `delay_fn(f)`: a delay per copy, `None` stops timed copies. |
+//! | Pushback | `Verdict::RetryAfter(d)`: the copy failed and the next copy is due `d` from now, whatever the schedule, the failure rule or `replace_failed` say; later copies follow the schedule from it; with no copy left it ends like `Retry`. `Verdict::Stop`: the copy failed and no further copy starts; those in flight race on. |
+//! | Declining factories | A factory returning `None` declines that copy and every later one: it never runs `on_hedge` and never takes a token or a slot; the copies in flight race on. The original cannot be declined (`None` for attempt 0 panics). |
+//! | Timeouts | `attempt_timeout(d)`: a copy that has not answered `d` after it started is dropped and fails with `E::from(Elapsed)`, unseen by `when`/`classify`. `timeout(d)`: `d` after the first poll, every copy is dropped and the lowest-index real failure so far is returned, else `E::from(Elapsed)`. An answer at the deadline wins. Zero: only a copy ready at its first poll can win. One timer serves the schedule and both deadlines. |
+//! | Parallelism cap | At most `max_copies` copies start per call; `max_copies(0)` is clamped to 1 (hedging off), values above 64 (`PolicyBuilder::MAX_COPIES`) to 64. `Hedge::max_copies(n)` caps one call lower. |
+//! | Fast path | With one copy allowed and no timeout, or an original ready on its first poll, no timer is made, no clock is read and nothing is allocated. |
+//! | Lazy timer | The timer is made only when a copy is pending and a copy or deadline is due later; one timer per call is re-armed to the earliest. |
+//! | Timers saturate | A deadline past the end of time never fires and never panics; every shipped timer accepts `Duration::MAX`. |
+//! | Streams | [`HedgeStream`] races copies of a stream until one yields a winning first item, then commits: every other copy is dropped, later items pass unjudged, the stream ends with the winner. A `Fatal` first item is yielded and the stream ends; if every copy fails, the lowest-index error is yielded (copies that ended empty have none; with none at all it ends without an item). The win is counted at the commit; timeouts apply until it. |
+//! | Budget | A copy beyond the first takes a token, and under `max_outstanding` a slot held exactly while the copy is alive (given back on the poll that sees it finish, after it was dropped). A refusal never cancels a copy in flight and is counted once per copy. |
+//! | No spawn | Copies are polled inside `poll` with the caller's waker; nothing runs after the call is dropped. |
+//! | Cancellation | Dropping a `Hedge` (or a `HedgeStream` before its commit) drops every copy and the timer, and gives back its budget slots. |
+//! | No lost wake-ups | A `Hedge` polled only when woken runs to completion. |
+//! | Hedge probability | `hedge_probability(p)` is rolled once per call; a miss runs the original alone. |
+//! | Hooks | `on_hedge` runs synchronously just before each copy beyond the first starts: for a plain factory before it is called, for a declining one once it returned `Some`. |
 //! | Stats | `hedges` counts copies started beyond the first; `hedge_wins` calls won by another copy than the first; `budget_denied` copies the budget refused (each once, however often it asked). A call is counted once, where it ends, with its outcome: `calls = wins + failures + cancelled` in every snapshot, across `reset_stats` too. |
-//! | Panics | A panicking copy or factory unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy; a panicking `on_hedge` hook always unwinds. Dropping the unwound [`Hedge`] drops every copy and counts the call as cancelled. |
-//! | Poll after completion | Panics with a clear message; [`Hedge`] implements `FusedFuture`. |
+//! | Panics | A panicking copy or factory unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy; a panicking `on_hedge` hook always unwinds. Dropping the unwound `Hedge` drops every copy and counts the call as cancelled. |
+//! | Poll after completion | Panics with a clear message; `Hedge` implements `FusedFuture`, `HedgeStream` `FusedStream`. |
 //!
 //! # Features
 //!
-//! - `std` (default): `catch_unwind`, per-thread stats counters,
-//!   [`timer::ManualTimer`]. Without it the crate is `#![no_std]` and needs `alloc`.
+//! - `std` (default): `catch_unwind`, per-thread stats counters, `std::error::Error` for
+//!   [`Elapsed`], [`timer::ManualTimer`]. Without it the crate is `#![no_std]` and needs
+//!   `alloc`.
 //! - `futures-timer` (default): [`timer::FuturesTimer`], the default timer.
 //! - `async-io`: [`timer::AsyncIoTimer`], driven by the reactor smol and async-std run.
 //! - `tokio`: [`timer::TokioTimer`], on tokio's clock: `tokio::time::pause` drives hedges.

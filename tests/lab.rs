@@ -4,7 +4,9 @@
 #[path = "../examples/lab/mod.rs"]
 mod lab;
 
-use lab::{Config, Delay, Kind, Workload};
+use std::sync::OnceLock;
+
+use lab::{Cluster, Config, Delay, Kind, Level, Scheme, Workload};
 
 fn workload(key: char) -> Workload {
     *Workload::all(1)
@@ -125,4 +127,153 @@ fn d_brownout_the_budget_bounds_extra_copies_in_every_second() {
     let amplified = report.fixed(false).max_extra_per_second(from, until);
     assert!(amplified > 0.5, "{amplified}");
     assert!(report.fixed(true).budget_denied > 0);
+}
+
+/// Workload (e), the lab's longest: every test reads the one run.
+fn queueing() -> &'static lab::QueueReport {
+    static REPORT: OnceLock<lab::QueueReport> = OnceLock::new();
+    REPORT.get_or_init(lab::run_queueing)
+}
+
+fn level(utilisation: f64) -> &'static Level {
+    queueing()
+        .levels
+        .iter()
+        .find(|level| (level.cluster.utilisation - utilisation).abs() < 1e-9)
+        .expect("a swept load")
+}
+
+fn p(run: &lab::QueueRun, quantile: f64) -> f64 {
+    run.percentile(quantile).as_secs_f64()
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "workload (e) takes a minute unoptimised: cargo test --release --test lab"
+)]
+fn e_the_recommended_configuration_is_never_worse_than_unhedged() {
+    let report = queueing();
+    assert_eq!(report.levels.len(), lab::UTILISATIONS.len());
+    for level in &report.levels {
+        let (recommended, unhedged) = (level.recommended(), level.unhedged());
+        for quantile in [0.5, 0.99] {
+            assert!(
+                p(recommended, quantile) <= p(unhedged, quantile) * 1.05,
+                "p{} at {}: {:?} vs {:?}",
+                quantile * 100.0,
+                level.cluster.utilisation,
+                recommended.percentile(quantile),
+                unhedged.percentile(quantile)
+            );
+        }
+    }
+    assert!(report.checks[0].holds, "{}", report.checks[0].measured);
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "workload (e) takes a minute unoptimised: cargo test --release --test lab"
+)]
+fn e_the_recommended_configuration_cuts_p99_5x_at_light_load() {
+    for utilisation in [0.1, 0.3] {
+        let level = level(utilisation);
+        let (recommended, unhedged) = (level.recommended(), level.unhedged());
+        assert!(
+            p(unhedged, 0.99) >= p(recommended, 0.99) * 5.0,
+            "{utilisation}: {:?} vs {:?}",
+            recommended.percentile(0.99),
+            unhedged.percentile(0.99)
+        );
+    }
+    assert!(
+        queueing().checks[1].holds,
+        "{}",
+        queueing().checks[1].measured
+    );
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "workload (e) takes a minute unoptimised: cargo test --release --test lab"
+)]
+fn e_a_fixed_delay_makes_p99_worse_near_saturation() {
+    let report = queueing();
+    let worse: Vec<f64> = report
+        .levels
+        .iter()
+        .filter(|level| p(level.fixed(), 0.99) > p(level.unhedged(), 0.99))
+        .map(|level| level.cluster.utilisation)
+        .collect();
+    assert!(!worse.is_empty(), "the fixed delay never lost");
+    // It is the extra copies that do it: the cluster works harder than it is asked to.
+    let busiest = report.levels.last().expect("loads");
+    assert!(busiest.fixed().busy > busiest.unhedged().busy + 0.05);
+    assert!(report.checks[2].holds, "{}", report.checks[2].measured);
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "workload (e) takes a minute unoptimised: cargo test --release --test lab"
+)]
+fn e_tied_requests_drop_their_losers_before_service() {
+    for level in &queueing().levels {
+        let tied = level.run(|scheme| *scheme == Scheme::Tied(queueing().p95));
+        // Second copies go out under load, yet almost none is served: the first copy to
+        // start takes the call and the other leaves its queue.
+        assert!(
+            tied.extra_work < 0.02,
+            "{}: {}",
+            level.cluster.utilisation,
+            tied.extra_work
+        );
+    }
+    let busiest = queueing().levels.last().expect("loads");
+    assert!(
+        busiest
+            .run(|scheme| matches!(scheme, Scheme::Tied(delay) if !delay.is_zero()))
+            .extra_ratio()
+            > 0.2
+    );
+}
+
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "workload (e) takes a minute unoptimised: cargo test --release --test lab"
+)]
+fn e_an_aborted_loser_gives_its_worker_back() {
+    // A short run at 90%: the fixed delay's losers in service are hiccups more often than
+    // not, and aborting them frees their workers.
+    let cluster = Cluster {
+        calls: 20_000,
+        ..Cluster::at(0.9)
+    };
+    let fixed = Scheme::Fixed(queueing().p95);
+    let served = lab::simulate_queue(&cluster, fixed, false);
+    let aborted = lab::simulate_queue(&cluster, fixed, true);
+    assert!(served.extra_work > 0.0, "{}", served.extra_work);
+    assert!(aborted.extra_work < 0.0, "{}", aborted.extra_work);
+    assert!(aborted.percentile(0.99) < served.percentile(0.99));
+}
+
+#[test]
+fn e_the_queueing_simulation_is_deterministic() {
+    let cluster = Cluster {
+        calls: 5_000,
+        ..Cluster::at(0.7)
+    };
+    let scheme = Scheme::Adaptive { budget: true };
+    let (first, second) = (
+        lab::simulate_queue(&cluster, scheme, false),
+        lab::simulate_queue(&cluster, scheme, false),
+    );
+    assert_eq!(first.latencies, second.latencies);
+    assert_eq!(
+        (first.extra_copies, first.extra_work.to_bits()),
+        (second.extra_copies, second.extra_work.to_bits())
+    );
 }

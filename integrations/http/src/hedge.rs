@@ -1,0 +1,353 @@
+//! [`HttpHedgeLayer`], the service [`HttpHedge`] and its [`ResponseFuture`]: hedged HTTP
+//! requests over any `tower::Service<http::Request<B>>`.
+
+use std::fmt;
+use std::future::Future;
+use std::mem;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_core::FusedFuture;
+use hedging::timer::Timer;
+use hedging::tower::HedgeLayer;
+use hedging::{Attempt, Classify, Policy};
+use http::{Method, Request, Response};
+use http_body::Body;
+use pin_project::pin_project;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
+use crate::judge::{read_verdict, unjudge, Judge, ReadVerdict};
+use crate::verdict::DefaultVerdict;
+use crate::NoHedge;
+
+/// A [`Layer`] that hedges HTTP requests by one [`Policy`]: [`HttpHedge`] around the
+/// inner service.
+///
+/// ```
+/// use std::time::Duration;
+/// use hedging::{timer::TokioTimer, Policy};
+/// use hedging_http::HttpHedgeLayer;
+///
+/// let policy = Policy::builder()
+///     .delay(Duration::from_millis(20))
+///     .timer(TokioTimer::new())
+///     .build();
+/// let layer = HttpHedgeLayer::new(policy)
+///     .methods([http::Method::GET, http::Method::PUT]) // PUT is idempotent here
+///     .max_replay_bytes(16 * 1024);
+/// # let _ = layer;
+/// ```
+///
+/// # Defaults
+///
+/// - methods: `GET`, `HEAD`, `OPTIONS`;
+/// - `max_replay_bytes`: 64 KiB;
+/// - verdicts: [`default_verdict`](crate::default_verdict).
+pub struct HttpHedgeLayer<T, K = DefaultVerdict> {
+    policy: Policy<T>,
+    methods: Arc<[Method]>,
+    max_replay_bytes: usize,
+    classify: K,
+}
+
+impl<T> HttpHedgeLayer<T> {
+    /// Hedges by `policy` the `GET`, `HEAD` and `OPTIONS` requests whose bodies fit in 64
+    /// KiB, with the [default verdicts](crate::default_verdict).
+    pub fn new(policy: Policy<T>) -> Self {
+        HttpHedgeLayer {
+            policy,
+            methods: Arc::from([Method::GET, Method::HEAD, Method::OPTIONS]),
+            max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
+            classify: DefaultVerdict,
+        }
+    }
+}
+
+impl<T, K> HttpHedgeLayer<T, K> {
+    /// Hedges requests with these methods only, replacing the default `GET`, `HEAD`,
+    /// `OPTIONS`. Name only methods that are safe to send twice.
+    pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> Self {
+        self.methods = methods.into_iter().collect();
+        self
+    }
+
+    /// The largest request body buffered for replay; a larger one is sent once,
+    /// unhedged. Default 64 KiB.
+    pub fn max_replay_bytes(mut self, max_replay_bytes: usize) -> Self {
+        self.max_replay_bytes = max_replay_bytes;
+        self
+    }
+
+    /// What each copy's response or error means, replacing the
+    /// [default verdicts](crate::default_verdict): any
+    /// `FnMut(&Result<http::Response<ResBody>, E>) -> Verdict + Clone`, or a type of
+    /// yours implementing [`hedging::Classify`].
+    pub fn classify<K2>(self, classify: K2) -> HttpHedgeLayer<T, K2> {
+        HttpHedgeLayer {
+            policy: self.policy,
+            methods: self.methods,
+            max_replay_bytes: self.max_replay_bytes,
+            classify,
+        }
+    }
+
+    /// The policy every wrapped service hedges by.
+    pub fn policy(&self) -> &Policy<T> {
+        &self.policy
+    }
+}
+
+impl<S, T, K: Clone> Layer<S> for HttpHedgeLayer<T, K> {
+    type Service = HttpHedge<S, T, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        HttpHedge {
+            inner,
+            policy: self.policy.clone(),
+            methods: Arc::clone(&self.methods),
+            max_replay_bytes: self.max_replay_bytes,
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+impl<T, K: Clone> Clone for HttpHedgeLayer<T, K> {
+    fn clone(&self) -> Self {
+        HttpHedgeLayer {
+            policy: self.policy.clone(),
+            methods: Arc::clone(&self.methods),
+            max_replay_bytes: self.max_replay_bytes,
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpHedgeLayer")
+            .field("policy", &self.policy)
+            .field("methods", &self.methods)
+            .field("max_replay_bytes", &self.max_replay_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`Service`] that hedges the HTTP requests it is given; made by [`HttpHedgeLayer`].
+///
+/// It takes `http::Request<B>` and hands the inner service `http::Request<ReplayBody<B>>`
+/// (see [`ReplayBody`]); its response and error types are the inner service's own. The
+/// inner service must be `Clone`: each hedge drives a clone of it to readiness.
+pub struct HttpHedge<S, T, K = DefaultVerdict> {
+    inner: S,
+    policy: Policy<T>,
+    methods: Arc<[Method]>,
+    max_replay_bytes: usize,
+    classify: K,
+}
+
+impl<S, T, K> HttpHedge<S, T, K> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// The policy this service hedges by.
+    pub fn policy(&self) -> &Policy<T> {
+        &self.policy
+    }
+}
+
+impl<S, T, K, B, ResBody> Service<Request<B>> for HttpHedge<S, T, K>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResBody>> + Clone,
+    B: Body + Unpin,
+    T: Timer,
+    K: Classify<Response<ResBody>, S::Error> + Clone,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, B, T, K>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // A call that cannot hedge leaves its body alone.
+        let hedged = self.policy.max_copies() > 1
+            && self.methods.contains(request.method())
+            && request.extensions().get::<NoHedge>().is_none();
+        let max_replay_bytes = self.max_replay_bytes;
+        let request = request.map(|body| match hedged {
+            true => ReplayBody::read(body, max_replay_bytes),
+            false => ReplayBody::once(body),
+        });
+        start(
+            &mut self.inner,
+            &self.policy,
+            self.classify.clone(),
+            copy_request::<B>,
+            request,
+        )
+    }
+}
+
+/// Sends `request` through the core's race: the instance of `inner` that `poll_ready`
+/// readied sends the original, and the core readies a clone of it for each hedge.
+pub(crate) fn start<S, B, T, K>(
+    inner: &mut S,
+    policy: &Policy<T>,
+    classify: K,
+    copy: CopyRequest<Request<ReplayBody<B>>>,
+    request: Request<ReplayBody<B>>,
+) -> ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error> + Clone,
+{
+    let unready = inner.clone();
+    let ready = mem::replace(inner, unready);
+    ResponseFuture {
+        race: race_layer(policy, copy)
+            .layer(Judge {
+                inner: ready,
+                classify,
+            })
+            .call(request),
+    }
+}
+
+/// The core's tower layer as both layers here use it: requests copied by `copy`, verdicts
+/// read from what [`Judge`] attached.
+pub(crate) fn race_layer<Req, R, E, T>(
+    policy: &Policy<T>,
+    copy: CopyRequest<Req>,
+) -> HedgeLayer<T, CopyRequest<Req>, ReadVerdict<R, E>> {
+    HedgeLayer::new(policy.clone())
+        .clone_request(copy)
+        .classify(read_verdict::<R, E> as ReadVerdict<R, E>)
+}
+
+/// How a layer copies a request for attempt `n`; `None` sends the request once.
+pub(crate) type CopyRequest<Req> = fn(&Req, Attempt) -> Option<Req>;
+
+/// A copy of `request` with a fresh replay of its body and its own copy of every
+/// header and extension; `None` when its body cannot be replayed.
+pub(crate) fn copy_request<B: Body>(
+    request: &Request<ReplayBody<B>>,
+    _attempt: Attempt,
+) -> Option<Request<ReplayBody<B>>> {
+    let body = request.body().try_clone()?;
+    let mut copy = Request::new(body);
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    *copy.extensions_mut() = request.extensions().clone();
+    Some(copy)
+}
+
+/// The core race's response future, as both layers here build it.
+pub(crate) type Race<S, B, T, K> = hedging::tower::ResponseFuture<
+    Judge<S, K>,
+    Request<ReplayBody<B>>,
+    T,
+    CopyRequest<Request<ReplayBody<B>>>,
+    ReadVerdict<
+        <S as Service<Request<ReplayBody<B>>>>::Response,
+        <S as Service<Request<ReplayBody<B>>>>::Error,
+    >,
+>;
+
+/// The response future of [`HttpHedge`]: the core's race over copies of one request.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error> + Clone,
+{
+    #[pin]
+    race: Race<S, B, T, K>,
+}
+
+impl<S, B, T, K> Future for ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error> + Clone,
+{
+    type Output = Result<S::Response, S::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().race.poll(cx).map(unjudge)
+    }
+}
+
+impl<S, B, T, K> FusedFuture for ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error> + Clone,
+{
+    fn is_terminated(&self) -> bool {
+        self.race.is_terminated()
+    }
+}
+
+impl<S, B, T, K> fmt::Debug for ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error> + Clone,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("race", &self.race)
+            .finish()
+    }
+}
+
+impl<S: Clone, T, K: Clone> Clone for HttpHedge<S, T, K> {
+    fn clone(&self) -> Self {
+        HttpHedge {
+            inner: self.inner.clone(),
+            policy: self.policy.clone(),
+            methods: Arc::clone(&self.methods),
+            max_replay_bytes: self.max_replay_bytes,
+            classify: self.classify.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, T: fmt::Debug, K> fmt::Debug for HttpHedge<S, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpHedge")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy)
+            .field("methods", &self.methods)
+            .field("max_replay_bytes", &self.max_replay_bytes)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,101 @@
+//! Hedged HTTP and gRPC calls through any `tower::Service<http::Request<B>>`: a
+//! hyper-util client, a tonic `Channel`, anything in between.
+//!
+//! [`HttpHedgeLayer`] sends a copy of a slow idempotent request (`GET`, `HEAD`,
+//! `OPTIONS` by default) after the [`hedging::Policy`]'s delay, keeps the first good
+//! answer and drops the rest. [`grpc::GrpcHedgeLayer`] does the same for gRPC calls with
+//! the semantics of gRPC's hedging design A6. Both read the request body once, up to a
+//! cap, so each copy can send it again ([`ReplayBody`]), and both race the copies with
+//! the core's [`hedging::tower::HedgeLayer`]: no race or timer logic lives here.
+//!
+//! ```
+//! use std::time::Duration;
+//! use hedging::{timer::TokioTimer, Policy};
+//! use hedging_http::HttpHedgeLayer;
+//! use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+//! use tower::ServiceBuilder;
+//!
+//! let policy = Policy::builder().delay(Duration::from_millis(20)).timer(TokioTimer::new()).build();
+//! let client = ServiceBuilder::new()
+//!     .layer(HttpHedgeLayer::new(policy))
+//!     .service(Client::builder(TokioExecutor::new()).build_http());
+//! // client.oneshot(http::Request::get(uri).body(body)?).await? — the response is hyper's own.
+//! # fn is_service<S: tower::Service<http::Request<http_body_util::Empty<bytes::Bytes>>>>(_: &S) {}
+//! # is_service(&client);
+//! ```
+//!
+//! # What is hedged, what is sent once
+//!
+//! A request is hedged when its method is one the layer names (for gRPC: its method is
+//! named), it carries no [`NoHedge`] extension, and its body was read whole while its
+//! frames were ready, within `max_replay_bytes` (64 KiB by default). Anything else is
+//! sent once, unhedged, with nothing lost (the frames read so far go first, then the
+//! rest of the body), and still counted in the policy's stats. A body that is still
+//! pending when the call is made (a stream, an upload) is never waited for.
+//!
+//! Each copy is a fresh `http::Request` with the same method, URI, version and headers,
+//! its own copy of the request's extensions, and the body replayed with the original's
+//! size hint.
+//!
+//! # Verdicts
+//!
+//! [`HttpHedgeLayer`]: `502`, `503`, `504` and errors from the inner service (a refused
+//! or reset connection) are retried; `429` and `503` with `Retry-After` hold the next
+//! copy that long; anything else wins ([`default_verdict`]). [`HttpHedgeLayer::classify`]
+//! replaces them. [`grpc::GrpcHedgeLayer`]: see [`grpc::GrpcVerdict`].
+//!
+//! A held copy (`Retry-After`, gRPC pushback) waits even when no other copy is in
+//! flight: bound the call with a timeout above the layer.
+//!
+//! # gRPC with tonic
+//!
+//! The layers hand the inner service `http::Request<ReplayBody<B>>`. A hyper-util
+//! `Client` takes any body, so it goes right under the layer; a tonic `Channel` takes its
+//! own body type, so one `map_request` goes between:
+//!
+//! ```
+//! use std::time::Duration;
+//! use hedging::{timer::TokioTimer, Policy};
+//! use hedging_http::{grpc::GrpcHedgeLayer, ReplayBody};
+//! use tonic::body::Body;
+//! use tower::ServiceBuilder;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let policy = Policy::builder().delay(Duration::from_millis(10)).timer(TokioTimer::new()).build();
+//! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051").connect_lazy();
+//! let channel = ServiceBuilder::new()
+//!     .layer(GrpcHedgeLayer::new(policy).methods(["shop.Catalog"]))
+//!     .map_request(|r: http::Request<ReplayBody<Body>>| r.map(Body::new))
+//!     .service(channel);
+//! let grpc = tonic::client::Grpc::new(channel); // or any generated client: CatalogClient::new(channel)
+//! # let _ = grpc; }
+//! ```
+//!
+//! # Requirements
+//!
+//! - The inner service is `Clone` (each hedge drives a clone of it to readiness): put
+//!   one that is not behind tower's `Buffer`.
+//! - The request body is `Unpin`: box one that is not (`http_body_util::BodyExt::boxed`).
+//! - Pass the policy a timer that fits the runtime: `hedging::timer::TokioTimer` (feature
+//!   `tokio` of `hedging`) on tokio.
+#![deny(missing_docs, unsafe_code)]
+#![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+mod body;
+pub mod grpc;
+mod hedge;
+mod judge;
+mod verdict;
+
+pub use crate::body::ReplayBody;
+pub use crate::hedge::{HttpHedge, HttpHedgeLayer, ResponseFuture};
+pub use crate::verdict::{default_verdict, retry_after, DefaultVerdict};
+
+/// A request extension that sends the request once, unhedged, whatever its method.
+///
+/// ```
+/// let mut request = http::Request::get("http://example.com/").body(()).unwrap();
+/// request.extensions_mut().insert(hedging_http::NoHedge);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NoHedge;
