@@ -168,26 +168,30 @@ impl BudgetModel {
     }
 }
 
-/// What the adaptive delay is during the scripted call: the estimate read when it started
-/// until its window forgets the warm-ups' latencies, then the fixed delay again.
+/// What the adaptive delay is during the scripted call. The warm-ups' latencies are all
+/// recorded in the first quarter window (slot 0); a delay read in quarter c comes from the
+/// four quarters before it, and the queueing rule looks at the two newest of those.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AdaptiveModel {
     /// A quarter of the window: latencies are kept per quarter.
     pub(crate) slot_nanos: u64,
-    pub(crate) estimate: Duration,
+    /// In quarters 1 and 2: slot 0 is one of the two newest, so the queueing rule applies.
+    pub(crate) early: Duration,
+    /// In quarters 3 and 4: slot 0 is still in the window, the plain quantile applies.
+    pub(crate) late: Duration,
+    /// From quarter 5 on, the window forgot slot 0: the fixed delay again.
     pub(crate) fallback: Duration,
     /// The bound the policy applies past `max_delay`.
     pub(crate) max_delay: Option<Duration>,
 }
 
 impl AdaptiveModel {
-    /// The delay read at `at`: the warm-ups were recorded in the first quarter window,
-    /// which the estimate covers until the fifth quarter begins.
+    /// The delay read at `at`.
     fn delay_at(&self, at: Duration) -> Duration {
-        if nanos(at) / self.slot_nanos >= 5 {
-            self.fallback
-        } else {
-            self.estimate
+        match nanos(at) / self.slot_nanos {
+            0..=2 => self.early,
+            3 | 4 => self.late,
+            _ => self.fallback,
         }
     }
 }
