@@ -472,6 +472,35 @@ fn max_copies_zero_is_clamped_to_one() {
     assert_eq!(backend.started(), 1);
 }
 
+#[test]
+fn hedge_max_copies_caps_one_call_below_its_policy() {
+    let timer = ManualTimer::new();
+    let policy = policy(&timer, 3, 10);
+
+    // Capped at 2: one hedge at 10 ms, none at 20 ms.
+    let backend = Backend::new(&timer, [Step::never(), Step::never(), Step::ok(1, 2)]);
+    let mut call = Driver::new(backend.factory().hedged(&policy).max_copies(2));
+    assert_eq!(call.run_until(&timer, ms(50)), None);
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+    drop(call);
+
+    // Capped at 1 (0 is clamped to 1): sent once, no timer, still counted.
+    let backend = Backend::new(&timer, [Step::ok(5, 0)]);
+    let mut call = Driver::new(backend.factory().hedged(&policy).max_copies(0));
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(timer.sleeps_created(), 3 + 1, "the copies' own sleeps only");
+    assert_eq!(call.run(&timer), Ok(0));
+
+    // Never above the policy's cap.
+    let backend = Backend::new(&timer, [Step::never(), Step::never(), Step::never()]);
+    let mut call = Driver::new(backend.factory().hedged(&policy).max_copies(64));
+    assert_eq!(call.run_until(&timer, timer.now() + ms(100)), None);
+    assert_eq!(backend.started(), 3);
+    drop(call);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.wins, stats.cancelled), (3, 1, 2));
+}
+
 // --- Fast path and lazy timer --------------------------------------------------------
 
 #[test]
