@@ -192,7 +192,7 @@ where
                 Poll::Pending => Opening::Pending,
                 Poll::Ready(finished) => {
                     let verdict = Race::verdict(&finished, this.classify);
-                    if verdict != Some(Verdict::Win) {
+                    if !Streams::<F>::stays(verdict) {
                         copies.as_mut().drop_original();
                     }
                     Opening::Finished(finished, verdict)

@@ -9,7 +9,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use super::{Contest, Copies, Opening, Slot};
-use crate::attempt::{Attempt, Classify, Verdict};
+use crate::attempt::{Attempt, Classify};
 use crate::policy::Shared;
 use crate::race::{Clock, End, Finished, Next, Race};
 use crate::timeout::Deadlines;
@@ -168,7 +168,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         if let Some(copy) = this.original.as_mut().get().as_pin_mut() {
             if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
                 let verdict = Race::verdict(&finished, classify);
-                if !(K::KEEP_WINNER && verdict == Some(Verdict::Win)) {
+                if !K::stays(verdict) {
                     this.original.as_mut().get().set(None);
                 }
                 if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
@@ -318,7 +318,7 @@ where
         return None;
     };
     let verdict = Race::verdict(&finished, classify);
-    if !(K::KEEP_WINNER && verdict == Some(Verdict::Win)) {
+    if !K::stays(verdict) {
         slot.copy = None;
     }
     race.settle(index, finished, verdict, shared, clock)

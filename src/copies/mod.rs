@@ -29,6 +29,11 @@ pub(crate) trait Contest {
     /// is asked and the hook runs, so a declined copy touches neither.
     const MAY_DECLINE: bool;
 
+    /// Whether a copy that finished with `verdict` stays alive: only a winning stream.
+    fn stays(verdict: Option<Verdict>) -> bool {
+        Self::KEEP_WINNER && verdict == Some(Verdict::Win)
+    }
+
     /// Makes copy `attempt.index()`, or declines it.
     fn make(&mut self, attempt: Attempt) -> Option<Self::Copy>;
 
