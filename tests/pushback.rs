@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ms, Backend, Driver, Step};
+use common::{ms, policy, Backend, Driver, Step};
 use hedging::timer::ManualTimer;
 use hedging::{Hedgeable, Policy, Verdict};
 
@@ -18,14 +18,6 @@ fn pushback(result: &Result<u32, u32>) -> Verdict {
         Err(2) => Verdict::Stop,
         Err(_) => Verdict::Retry,
     }
-}
-
-fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(max_copies)
-        .delay(ms(delay_ms))
-        .timer(timer.clone())
-        .build()
 }
 
 #[test]

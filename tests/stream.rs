@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use common::{ms, Driver, Failure};
+use common::{ms, policy, Driver, Failure};
 use futures::{Stream, StreamExt};
 use hedging::timer::{ManualSleep, ManualTimer, Timer};
 use hedging::{Attempt, Budget, HedgeableStream, Policy, Verdict};
@@ -103,14 +103,6 @@ impl Streams {
     fn dropped(&self) -> usize {
         self.log.lock().unwrap().dropped
     }
-}
-
-fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(max_copies)
-        .delay(ms(delay_ms))
-        .timer(timer.clone())
-        .build()
 }
 
 /// Polls `stream` to its end, only when woken, moving the clock to each next deadline;

@@ -7,17 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use common::{ms, Backend, Driver, Failure, Step};
+use common::{ms, policy, Backend, Driver, Failure, Step};
 use hedging::timer::ManualTimer;
 use hedging::{Hedgeable, Policy, Verdict};
-
-fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(max_copies)
-        .delay(ms(delay_ms))
-        .timer(timer.clone())
-        .build()
-}
 
 fn backend(timer: &ManualTimer, steps: impl IntoIterator<Item = Step>) -> Backend<Failure> {
     Backend::with_errors(timer, steps)

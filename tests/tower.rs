@@ -8,20 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use common::{ms, Backend, CopyFuture, Driver, Step};
+use common::{ms, policy, Backend, CopyFuture, Driver, Step};
 use futures::executor::block_on;
 use hedging::timer::ManualTimer;
 use hedging::tower::{HedgeLayer, HedgeService};
-use hedging::{Attempt, Policy, Verdict};
+use hedging::{Attempt, Verdict};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
-
-fn policy(timer: &ManualTimer, max_copies: usize, delay_ms: u64) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(max_copies)
-        .delay(ms(delay_ms))
-        .timer(timer.clone())
-        .build()
-}
 
 /// Call k follows the backend's step k; logs each request and counts its own clones.
 #[derive(Default)]

@@ -19,6 +19,19 @@ pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The policy most tests use: `max_copies` copies, `delay_ms` apart, on `timer`.
+pub fn policy(
+    timer: &ManualTimer,
+    max_copies: usize,
+    delay_ms: u64,
+) -> hedging::Policy<ManualTimer> {
+    hedging::Policy::builder()
+        .max_copies(max_copies)
+        .delay(ms(delay_ms))
+        .timer(timer.clone())
+        .build()
+}
+
 /// What one copy does: wait `after`, then end as `end` says.
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
