@@ -66,7 +66,7 @@ impl Shard {
 /// overflow shard.
 pub(crate) struct Counters {
     #[cfg(feature = "std")]
-    shards: Box<[Shard]>,
+    shards: Box<[Shard; thread_slot::SHARDS]>,
     overflow: Shard,
     /// What [`Policy::reset_stats`](crate::Policy::reset_stats) subtracts: writers never see a reset.
     baseline: Shard,
@@ -76,7 +76,7 @@ impl Counters {
     pub(crate) fn new() -> Self {
         Counters {
             #[cfg(feature = "std")]
-            shards: (0..thread_slot::SHARDS).map(|_| Shard::default()).collect(),
+            shards: Box::new(core::array::from_fn(|_| Shard::default())),
             overflow: Shard::default(),
             baseline: Shard::default(),
         }
@@ -198,10 +198,22 @@ pub(crate) mod thread_slot {
         }
     }
 
-    /// This thread's shard, or `None` to use the overflow shard.
+    /// This thread's shard, or `None` to use the overflow shard. A thread that owns a
+    /// shard pays one comparison: `UNASSIGNED` is out of range too.
     #[inline]
     pub(crate) fn current() -> Option<usize> {
-        let mut index = SLOT.get();
+        let index = SLOT.get();
+        if index < SHARDS {
+            Some(index)
+        } else {
+            first_or_overflow(index)
+        }
+    }
+
+    /// [`current`] for a thread with no shard: claims one if it never tried.
+    #[cold]
+    #[inline(never)]
+    fn first_or_overflow(mut index: usize) -> Option<usize> {
         if index == UNASSIGNED {
             index = claim();
             SLOT.set(index);
@@ -209,7 +221,6 @@ pub(crate) mod thread_slot {
         (index < SHARDS).then_some(index)
     }
 
-    #[cold]
     fn claim() -> usize {
         // A thread already tearing down its locals cannot give an index back.
         if RELEASE.try_with(|_| ()).is_err() {
