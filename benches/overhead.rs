@@ -21,13 +21,13 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Barrier, OnceLock};
+use std::sync::Barrier;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use futures::future::Either;
-use hedging::timer::{AsyncIoTimer, FuturesTimer, Timer};
+use hedging::timer::{AsyncIoTimer, FuturesTimer, Timer, TokioTimer};
 use hedging::{Attempt, Hedgeable, Policy};
 use tower::{Layer, Service};
 
@@ -160,27 +160,6 @@ const DELAY: Duration = Duration::from_millis(10);
 
 /// The delay of the launch-lateness runs.
 const LATENESS_DELAY: Duration = Duration::from_millis(1);
-
-/// A [`Timer`] over tokio's clock, for comparisons with the tokio-bound peers.
-#[derive(Clone, Copy, Debug, Default)]
-struct TokioTimer;
-
-impl Timer for TokioTimer {
-    type Sleep = tokio::time::Sleep;
-
-    fn now(&self) -> Duration {
-        static ORIGIN: OnceLock<tokio::time::Instant> = OnceLock::new();
-        ORIGIN.get_or_init(tokio::time::Instant::now).elapsed()
-    }
-
-    fn sleep(&self, after: Duration) -> Self::Sleep {
-        tokio::time::sleep(after)
-    }
-
-    fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
-        sleep.reset(tokio::time::Instant::now() + after);
-    }
-}
 
 fn policy<T: Timer>(max_copies: usize, timer: T) -> Policy<T> {
     Policy::builder()
@@ -373,7 +352,7 @@ fn ready_cases(suite: &mut Suite) {
     const OURS: &str = "ready/hedging_2_copies_tokio";
     let one = policy(1, FuturesTimer);
     let three = policy(3, FuturesTimer);
-    let two_tokio = policy(2, TokioTimer);
+    let two_tokio = policy(2, TokioTimer::new());
 
     suite.case((BARE, BARE, None, None), || {
         drive(ready_reply(black_box(7)))
@@ -426,7 +405,7 @@ fn pending_once_cases(suite: &mut Suite) {
     const OURS: &str = "pending_once/hedging_tokio";
     let futures_timer = policy(2, FuturesTimer);
     let async_io = policy(2, AsyncIoTimer);
-    let tokio = policy(2, TokioTimer);
+    let tokio = policy(2, TokioTimer::new());
 
     suite.case((BARE, BARE, None, None), || {
         drive(PendingOnce::new(Ok(black_box(7))))
@@ -437,7 +416,9 @@ fn pending_once_cases(suite: &mut Suite) {
     suite.case((ASYNC_IO, BARE, None, None), || {
         bare_with_timer(&AsyncIoTimer)
     });
-    suite.case((TOKIO, BARE, None, None), || bare_with_timer(&TokioTimer));
+    suite.case((TOKIO, BARE, None, None), || {
+        bare_with_timer(&TokioTimer::new())
+    });
 
     // Hedging off: one copy, pending once. No timer is armed, so it is compared with bare.
     let one = policy(1, FuturesTimer);
@@ -638,8 +619,8 @@ fn lateness(calls: usize) -> Vec<Lateness> {
             |call| async_io::block_on(call),
         ),
         measure_lateness(
-            TokioTimer,
-            "tokio (bench's own `Timer`)",
+            TokioTimer::new(),
+            "tokio (`TokioTimer`)",
             "tokio current-thread",
             calls,
             |call| tokio.block_on(call),
@@ -653,7 +634,7 @@ fn lateness(calls: usize) -> Vec<Lateness> {
 fn sizes() -> Vec<(&'static str, usize)> {
     let futures_timer = policy(2, FuturesTimer);
     let async_io = policy(2, AsyncIoTimer);
-    let tokio = policy(2, TokioTimer);
+    let tokio = policy(2, TokioTimer::new());
     let mut tower = tower_hedge(tower::service_fn(fetch));
     let hedged = hedged_crate();
     let key = black_box(7);

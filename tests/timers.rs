@@ -147,14 +147,35 @@ fn rearm_completes_early<T: Timer>(timer: T) {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// The same through `sleep_until` and `reset_until`, which take deadlines on the timer's
+/// clock: a sleep due in a minute, moved to a millisecond from now, completes.
+fn rearm_until_completes_early<T: Timer>(timer: T) {
+    let started = Instant::now();
+    futures::executor::block_on(async {
+        let now = timer.now();
+        let mut sleep = pin!(timer.sleep_until(now + Duration::from_secs(60), now));
+        futures::future::poll_fn(|cx| {
+            assert!(sleep.as_mut().poll(cx).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        let now = timer.now();
+        timer.reset_until(sleep.as_mut(), now + Duration::from_millis(1), now);
+        sleep.await;
+    });
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
 #[test]
 fn futures_timer_rearms_a_sleep() {
     rearm_completes_early(FuturesTimer::new());
+    rearm_until_completes_early(FuturesTimer::new());
 }
 
 #[test]
 fn async_io_timer_rearms_a_sleep() {
     rearm_completes_early(AsyncIoTimer::new());
+    rearm_until_completes_early(AsyncIoTimer::new());
 }
 
 #[test]
@@ -177,6 +198,12 @@ fn huge_sleeps_saturate<T: Timer>(timer: T) {
     assert!(poll(sleep.as_mut(), &waker).is_pending());
     timer.reset(sleep.as_mut(), Duration::from_secs(u64::MAX / 2));
     assert!(poll(sleep.as_mut(), &waker).is_pending());
+
+    let now = timer.now();
+    let mut until = pin!(timer.sleep_until(Duration::MAX, now));
+    assert!(poll(until.as_mut(), &waker).is_pending());
+    timer.reset_until(until.as_mut(), Duration::MAX, now);
+    assert!(poll(until.as_mut(), &waker).is_pending());
 }
 
 #[test]

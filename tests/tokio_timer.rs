@@ -184,6 +184,22 @@ async fn reset_moves_the_deadline_of_the_same_sleep() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn sleep_until_and_reset_until_fire_at_the_deadline_on_the_timer_s_clock() {
+    let timer = TokioTimer::new();
+    advance(ms(5)).await;
+    let now = timer.now();
+    let mut sleep = pin!(timer.sleep_until(now + ms(10), now));
+    advance(ms(9)).await;
+    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "1 ms early");
+    let now = timer.now();
+    timer.reset_until(sleep.as_mut(), now + ms(20), now);
+    advance(ms(19)).await;
+    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "1 ms early");
+    advance(ms(1)).await;
+    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Ready(()));
+}
+
+#[tokio::test(start_paused = true)]
 async fn failure_starts_the_next_copy_at_once() {
     let policy = policy(2, ms(50));
     let started = Instant::now();
@@ -215,6 +231,12 @@ async fn tokio_timer_saturates_huge_sleeps() {
     // tokio parks deadlines it cannot represent about 30 years on, as its own `sleep` does.
     advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
     assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "a decade on");
+
+    let now = timer.now();
+    let mut until = pin!(timer.sleep_until(Duration::MAX, now));
+    timer.reset_until(until.as_mut(), Duration::MAX, now);
+    advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
+    assert_eq!(futures::poll!(until.as_mut()), Poll::Pending, "a decade on");
 }
 
 #[tokio::test(start_paused = true)]

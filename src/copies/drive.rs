@@ -11,7 +11,7 @@ use core::time::Duration;
 use super::{Contest, Copies, Opening, Slot};
 use crate::attempt::{Attempt, Classify};
 use crate::policy::Shared;
-use crate::race::{Clock, End, Finished, Next, Race};
+use crate::race::{Arm, Clock, End, Finished, Next, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
@@ -110,10 +110,10 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
                     let mut sleep = self.as_mut().project().sleep.get();
-                    if let Some(after) = rearm {
+                    if let Some(Arm { deadline, now }) = rearm {
                         match sleep.as_mut().as_pin_mut() {
-                            Some(armed) => shared.timer.reset(armed, after),
-                            None => sleep.set(Some(shared.timer.sleep(after))),
+                            Some(armed) => shared.timer.reset_until(armed, deadline, now),
+                            None => sleep.set(Some(shared.timer.sleep_until(deadline, now))),
                         }
                     }
                     let fired = sleep.as_pin_mut().map_or(Poll::Ready(()), |s| s.poll(cx));

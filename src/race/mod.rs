@@ -59,13 +59,21 @@ pub(crate) enum Next<T, E> {
     /// `attempt` or more before), in index order, and report each with
     /// [`Race::timed_out`].
     Expire { now: Duration, attempt: Duration },
-    /// Poll the timer: re-armed first to fire `after` from now when `rearm` is set, and
-    /// reported with [`Race::fired`] if it fired.
-    Sleep { rearm: Option<Duration> },
+    /// Poll the timer: re-armed first to fire at `rearm.deadline` when `rearm` is set,
+    /// and reported with [`Race::fired`] if it fired.
+    Sleep { rearm: Option<Arm> },
     /// Nothing is due: wait for a copy to finish.
     Wait,
     /// The race is over: drop the copies, then [`Race::conclude`].
     End(End<T, E>),
+}
+
+/// When to arm the timer for: `deadline` on the policy's clock, which read `now` during
+/// this poll (a timer that can sleep until an instant need not read it again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Arm {
+    pub(crate) deadline: Duration,
+    pub(crate) now: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,7 +335,10 @@ impl<T, E> Race<T, E> {
             times.armed_at = Some(earliest);
         }
         Next::Sleep {
-            rearm: Some(earliest - now),
+            rearm: Some(Arm {
+                deadline: earliest,
+                now,
+            }),
         }
     }
 

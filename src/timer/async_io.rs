@@ -47,4 +47,19 @@ impl Timer for AsyncIoTimer {
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
         sleep.get_mut().0.set_after(after);
     }
+
+    // The hedge read the clock already: `Timer::after` would read it again.
+    fn sleep_until(&self, deadline: Duration, now: Duration) -> Self::Sleep {
+        match super::instant(deadline) {
+            Some(at) => AsyncIoSleep(async_io::Timer::at(at)),
+            None => self.sleep(deadline.saturating_sub(now)),
+        }
+    }
+
+    fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, now: Duration) {
+        match super::instant(deadline) {
+            Some(at) => sleep.get_mut().0.set_at(at),
+            None => self.reset(sleep, deadline.saturating_sub(now)),
+        }
+    }
 }

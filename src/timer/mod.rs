@@ -43,8 +43,10 @@ pub use self::tokio::TokioTimer;
 /// A monotonic clock that can make sleeps.
 ///
 /// `Hedge` calls [`now`](Timer::now) to learn when the original copy started and
-/// [`sleep`](Timer::sleep) once per call, only when a hedge is due while the original is
-/// still pending; later deadlines re-arm that one sleep through [`reset`](Timer::reset).
+/// [`sleep_until`](Timer::sleep_until) once per call, only when a hedge is due while the
+/// original is still pending; later deadlines re-arm that one sleep through
+/// [`reset_until`](Timer::reset_until). Both default to [`sleep`](Timer::sleep) and
+/// [`reset`](Timer::reset), the two a timer must provide.
 ///
 /// Implementations must be cheap to clone (the policy holds one) and must not block.
 ///
@@ -77,6 +79,23 @@ pub trait Timer: Clone {
     fn reset(&self, mut sleep: Pin<&mut Self::Sleep>, after: Duration) {
         sleep.set(self.sleep(after));
     }
+
+    /// A sleep that completes at `deadline`, a time on this timer's clock (see
+    /// [`now`](Timer::now)), where `now` is a reading of that clock just taken.
+    ///
+    /// `Hedge` reads the clock before it arms its timer, so a backend that can sleep until
+    /// an instant (tokio's `sleep_until`, async-io's `Timer::at`) overrides this to skip
+    /// reading its clock a second time. The default is `sleep(deadline - now)`.
+    fn sleep_until(&self, deadline: Duration, now: Duration) -> Self::Sleep {
+        self.sleep(deadline.saturating_sub(now))
+    }
+
+    /// Re-arms `sleep` to complete at `deadline`, where `now` is a reading of this
+    /// timer's clock just taken: see [`sleep_until`](Timer::sleep_until). The default is
+    /// `reset(sleep, deadline - now)`.
+    fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, now: Duration) {
+        self.reset(sleep, deadline.saturating_sub(now));
+    }
 }
 
 /// The timer a [`Policy`](crate::Policy) uses when none is given: [`FuturesTimer`].
@@ -102,9 +121,21 @@ pub struct EnableFuturesTimerFeatureOrCallPolicyBuilderTimer;
 
 /// A process-wide origin for timers built on `std::time::Instant`.
 #[cfg(any(feature = "futures-timer", feature = "async-io"))]
-pub(crate) fn since_origin() -> Duration {
+fn origin() -> std::time::Instant {
     use std::sync::OnceLock;
     use std::time::Instant;
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    ORIGIN.get_or_init(Instant::now).elapsed()
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+/// The time since the process-wide origin.
+#[cfg(any(feature = "futures-timer", feature = "async-io"))]
+pub(crate) fn since_origin() -> Duration {
+    origin().elapsed()
+}
+
+/// The instant `since_origin` reads as `at`, if it can be represented.
+#[cfg(feature = "async-io")]
+pub(crate) fn instant(at: Duration) -> Option<std::time::Instant> {
+    origin().checked_add(at)
 }
