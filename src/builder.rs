@@ -406,6 +406,7 @@ impl<T> PolicyBuilder<T> {
             max_copies: self.max_copies,
             schedule: Schedule { delays, max_delay },
             hedge_probability: self.hedge_probability,
+            rolls: self.max_copies > 1 && self.hedge_probability < 1.0,
             on_hedge: self.on_hedge,
             catch_unwind: self.catch_unwind,
             replace_failed: self.replace_failed,

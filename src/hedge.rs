@@ -10,10 +10,10 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Contest, Copies, Opening};
+use crate::copies::{Call, CallParts, Contest, Copies, Opening};
 use crate::factory::Factory;
 use crate::policy::{AsPolicy, Shared};
-use crate::race::{Call, End, Finished, Phase, Race};
+use crate::race::{End, Finished, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 use crate::timer::Timer;
 
@@ -75,10 +75,8 @@ pub struct Hedge<F: Factory, P: AsPolicy, C = ByResult, D = NoTimeouts> {
     factory: F,
     classify: C,
     deadlines: D,
-    // Declared before `call` so the copies are dropped before the call is counted.
     #[pin]
-    copies: Copies<F::Future, <P::Timer as Timer>::Sleep>,
-    call: Call<P, F::Ok, F::Error>,
+    call: Call<P, F::Future, F::Ok, F::Error>,
 }
 
 impl<F: Factory, P: AsPolicy> Hedge<F, P> {
@@ -87,11 +85,7 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P> {
             factory,
             classify: ByResult,
             deadlines: NoTimeouts,
-            copies: Copies::new(),
-            call: Call {
-                policy,
-                race: Race::new(),
-            },
+            call: Call::new(policy),
         }
     }
 }
@@ -158,7 +152,6 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
             factory: self.factory,
             classify,
             deadlines: self.deadlines,
-            copies: self.copies,
             call: self.call,
         }
     }
@@ -209,7 +202,6 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
             factory: self.factory,
             classify: self.classify,
             deadlines,
-            copies: self.copies,
             call: self.call,
         }
     }
@@ -229,8 +221,11 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let mut copies = this.copies;
-        let Call { policy, race } = this.call;
+        let CallParts {
+            policy,
+            race,
+            mut copies,
+        } = this.call.project();
         let shared = policy.as_policy().shared();
         let mut contest = Futures(this.factory);
 
@@ -248,8 +243,14 @@ where
             }
             Phase::Running => None,
             Phase::Idle => match copies.as_mut().start(race, &mut contest, shared, cx) {
-                Poll::Pending if untimed && race.alone() => return Poll::Pending,
-                polled => Some(polled),
+                Poll::Pending => {
+                    race.original_polled();
+                    if untimed && race.alone() {
+                        return Poll::Pending;
+                    }
+                    Some(Poll::Pending)
+                }
+                ready => Some(ready),
             },
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
@@ -265,13 +266,18 @@ where
                         race.won_alone(shared);
                         return Poll::Ready(result);
                     }
-                    (finished, verdict) => Opening::Finished(finished, verdict),
+                    (finished, verdict) => {
+                        // The original was polled alone before, or just now: booked either way.
+                        race.original_polled();
+                        Opening::Finished(finished, verdict)
+                    }
                 }
             }
         };
         Hedge::race_on(
             copies,
-            this.call,
+            policy,
+            race,
             &mut contest,
             this.classify,
             this.deadlines,
@@ -283,10 +289,12 @@ where
 
 impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
     /// Everything but the fast path: polls the copies and follows the race to its end.
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn race_on(
         mut copies: Pin<&mut Copies<F::Future, <P::Timer as Timer>::Sleep>>,
-        call: &mut Call<P, F::Ok, F::Error>,
+        policy: &P,
+        race: &mut Race<F::Ok, F::Error>,
         contest: &mut Futures<'_, F>,
         classify: &mut C,
         deadlines: &D,
@@ -297,7 +305,6 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         C: Classify<F::Ok, F::Error>,
         D: Deadlines<F::Error>,
     {
-        let Call { policy, race } = call;
         let shared = policy.as_policy().shared();
         let driven = copies
             .as_mut()

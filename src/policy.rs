@@ -40,6 +40,8 @@ pub(crate) struct Shared<T> {
     pub(crate) max_copies: usize,
     pub(crate) schedule: Schedule,
     pub(crate) hedge_probability: f64,
+    /// Whether a call rolls the dice: more than one copy, with a probability below 1.
+    pub(crate) rolls: bool,
     pub(crate) on_hedge: Option<HedgeHook>,
     pub(crate) catch_unwind: bool,
     pub(crate) replace_failed: bool,
@@ -196,7 +198,7 @@ impl<T> Shared<T> {
     /// probability roll misses.
     #[inline]
     pub(crate) fn copies_for_call(&self) -> usize {
-        if self.max_copies > 1 && self.hedge_probability < 1.0 && !self.roll() {
+        if self.rolls && !self.roll() {
             1
         } else {
             self.max_copies

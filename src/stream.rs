@@ -10,10 +10,10 @@ use futures_core::{FusedStream, Stream};
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Contest, Copies, Opening};
+use crate::copies::{Call, CallParts, Contest, Copies, Opening};
 use crate::factory::StreamFactory;
 use crate::policy::AsPolicy;
-use crate::race::{Call, End, Phase, Race};
+use crate::race::{End, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 use crate::timer::Timer;
 
@@ -63,10 +63,8 @@ pub struct HedgeStream<F: StreamFactory, P: AsPolicy, C = ByResult, D = NoTimeou
     factory: F,
     classify: C,
     deadlines: D,
-    // Declared before `call` so the copies are dropped before the call is counted.
     #[pin]
-    copies: Copies<F::Stream, <P::Timer as Timer>::Sleep>,
-    call: Call<P, F::Ok, F::Error>,
+    call: Call<P, F::Stream, F::Ok, F::Error>,
     /// The copy the stream committed to, once one won.
     committed: Option<usize>,
 }
@@ -77,11 +75,7 @@ impl<F: StreamFactory, P: AsPolicy> HedgeStream<F, P> {
             factory,
             classify: ByResult,
             deadlines: NoTimeouts,
-            copies: Copies::new(),
-            call: Call {
-                policy,
-                race: Race::new(),
-            },
+            call: Call::new(policy),
             committed: None,
         }
     }
@@ -112,7 +106,6 @@ impl<F: StreamFactory, P: AsPolicy, C, D> HedgeStream<F, P, C, D> {
             factory: self.factory,
             classify,
             deadlines: self.deadlines,
-            copies: self.copies,
             call: self.call,
             committed: self.committed,
         }
@@ -151,7 +144,6 @@ impl<F: StreamFactory, P: AsPolicy, C, D> HedgeStream<F, P, C, D> {
             factory: self.factory,
             classify: self.classify,
             deadlines,
-            copies: self.copies,
             call: self.call,
             committed: self.committed,
         }
@@ -169,7 +161,11 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        let mut copies = this.copies;
+        let CallParts {
+            policy,
+            race,
+            mut copies,
+        } = this.call.project();
         if let Some(winner) = *this.committed {
             // Committed: the winner's items, as they come.
             let Some(stream) = copies.as_mut().get(winner) else {
@@ -181,7 +177,6 @@ where
             }
             return Poll::Ready(item);
         }
-        let Call { policy, race } = this.call;
         let shared = policy.as_policy().shared();
         let contest = &mut Streams(this.factory);
         let opening = match race.phase {
@@ -189,8 +184,12 @@ where
             // Ended without a winner.
             Phase::Done => return Poll::Ready(None),
             Phase::Idle => match copies.as_mut().start(race, contest, shared, cx) {
-                Poll::Pending => Opening::Pending,
+                Poll::Pending => {
+                    race.original_polled();
+                    Opening::Pending
+                }
                 Poll::Ready(finished) => {
+                    race.original_polled();
                     let verdict = Race::verdict(&finished, this.classify);
                     if !Streams::<F>::stays(verdict) {
                         copies.as_mut().drop_original();
@@ -274,7 +273,7 @@ where
 {
     fn is_terminated(&self) -> bool {
         match self.committed {
-            Some(winner) => !self.copies.holds(winner),
+            Some(winner) => !self.call.copies.holds(winner),
             None => self.call.race.phase == Phase::Done,
         }
     }

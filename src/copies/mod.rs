@@ -13,7 +13,9 @@ use core::time::Duration;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, Verdict};
-use crate::race::Finished;
+use crate::policy::AsPolicy;
+use crate::race::{Finished, Phase, Race};
+use crate::timer::Timer;
 
 mod drive;
 
@@ -55,6 +57,44 @@ pub(crate) enum Opening<T, E> {
     Finished(Finished<T, E>, Option<Verdict>),
 }
 
+/// One call: the policy it runs under, its race, and its copies. Dropped mid-race, it
+/// drops the copies first, then gives back their budget slots and counts the call as
+/// cancelled; a call that finished pays one check.
+#[pin_project(PinnedDrop, project = CallParts)]
+pub(crate) struct Call<P: AsPolicy, C, T, E> {
+    pub(crate) policy: P,
+    pub(crate) race: Race<T, E>,
+    #[pin]
+    pub(crate) copies: Copies<C, <P::Timer as Timer>::Sleep>,
+}
+
+impl<P: AsPolicy, C, T, E> Call<P, C, T, E> {
+    pub(crate) const fn new(policy: P) -> Self {
+        Call {
+            policy,
+            race: Race::new(),
+            copies: Copies::new(),
+        }
+    }
+}
+
+#[pin_project::pinned_drop]
+impl<P: AsPolicy, C, T, E> PinnedDrop for Call<P, C, T, E> {
+    fn drop(self: Pin<&mut Self>) {
+        if self.race.phase == Phase::Running {
+            cancel(self);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn cancel<P: AsPolicy, C, T, E>(call: Pin<&mut Call<P, C, T, E>>) {
+    let this = call.project();
+    this.copies.clear();
+    this.race.cancel(this.policy.as_policy().shared());
+}
+
 /// Copy k's place in the slab: the copy, boxed, and when it started.
 struct Slot<C> {
     copy: Option<Pin<Box<C>>>,
@@ -69,15 +109,15 @@ impl<C> Drop for Hedges<C> {
     // A call that never hedged pays one check: the slab's drop loop stays out of line.
     #[inline]
     fn drop(&mut self) {
-        if let Some(slab) = self.0.take() {
-            drop_slab(slab);
+        if self.0.is_some() {
+            drop_slab(self.0.take());
         }
     }
 }
 
 #[cold]
 #[inline(never)]
-fn drop_slab<T>(slab: Vec<T>) {
+fn drop_slab<T>(slab: Option<Vec<T>>) {
     drop(slab);
 }
 

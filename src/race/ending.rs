@@ -45,15 +45,15 @@ pub(super) struct KeptSlot<T, E>(pub(super) Option<Kept<T, E>>);
 impl<T, E> Drop for KeptSlot<T, E> {
     #[inline]
     fn drop(&mut self) {
-        if let Some(kept) = self.0.take() {
-            drop_kept(kept);
+        if self.0.is_some() {
+            drop_kept(self.0.take());
         }
     }
 }
 
 #[cold]
 #[inline(never)]
-fn drop_kept<T, E>(kept: Kept<T, E>) {
+fn drop_kept<T, E>(kept: Option<Kept<T, E>>) {
     drop(kept);
 }
 

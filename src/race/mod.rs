@@ -10,7 +10,7 @@ use alloc::boxed::Box;
 use core::time::Duration;
 
 use crate::attempt::Attempt;
-use crate::policy::{AsPolicy, Shared};
+use crate::policy::Shared;
 use crate::shard::Counter;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
@@ -211,15 +211,23 @@ impl<T, E> Race<T, E> {
         }
     }
 
-    /// Starts the race with its original copy; returns that copy's attempt.
+    /// Starts the race with its original copy; returns that copy's attempt. The copy is
+    /// booked by [`Race::original_polled`] once its first poll did not win: an original
+    /// that wins at once ends the call with no more bookkeeping.
     #[inline]
     pub(crate) fn begin<Tm>(&mut self, shared: &Shared<Tm>) -> Attempt {
         self.phase = Phase::Running;
         // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
         self.max_copies = (shared.copies_for_call() as u8).min(self.max_copies);
+        Attempt::new(0, self.max_copies.into(), Duration::ZERO)
+    }
+
+    /// The original's first poll is over, and it did not win: it is in flight (or
+    /// about to be settled as finished).
+    #[inline]
+    pub(crate) fn original_polled(&mut self) {
         self.launched = 1;
         self.in_flight = 1;
-        Attempt::new(0, self.max_copies.into(), Duration::ZERO)
     }
 
     /// Caps the copies this call may start; too late once it began.
@@ -460,22 +468,5 @@ fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, None) => a,
         (None, b) => b,
-    }
-}
-
-/// The policy a call runs under and the race's bookkeeping; counts the call as
-/// cancelled if it is dropped mid-race.
-pub(crate) struct Call<P: AsPolicy, T, E> {
-    pub(crate) policy: P,
-    pub(crate) race: Race<T, E>,
-}
-
-impl<P: AsPolicy, T, E> Drop for Call<P, T, E> {
-    // A finished call pays one check; only a cancelled one reaches the counters.
-    #[inline]
-    fn drop(&mut self) {
-        if self.race.phase == Phase::Running {
-            self.race.cancel(self.policy.as_policy().shared());
-        }
     }
 }
