@@ -235,7 +235,7 @@ where
             Phase::Running if untimed && race.alone() => {
                 match copies
                     .as_mut()
-                    .poll_original::<Futures<'_, F>, _>(shared, cx)
+                    .poll_original::<Futures<'_, F>>(shared.catch_unwind, cx)
                 {
                     Poll::Pending => return Poll::Pending,
                     ready => Some(ready),

@@ -30,10 +30,12 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         K: Contest<Copy = C>,
     {
         let attempt = race.begin(shared);
-        match make(contest, attempt, shared.catch_unwind) {
+        // Read once: the policy is not `Freeze`, so each read would be a load.
+        let catch = shared.catch_unwind;
+        match make(contest, attempt, catch) {
             Ok(Some(copy)) => {
                 self.as_mut().project().original.get().set(Some(copy));
-                self.poll_original::<K, Tm>(shared, cx)
+                self.poll_original::<K>(catch, cx)
             }
             Ok(None) => panic!(
                 "the original copy cannot be declined: the factory returned `None` for attempt 0"
@@ -43,18 +45,18 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         }
     }
 
-    /// Polls the original, which must be in flight.
+    /// Polls the original, which must be in flight; with `catch`, a panic is its end.
     #[inline]
-    pub(crate) fn poll_original<K, Tm>(
+    pub(crate) fn poll_original<K>(
         self: Pin<&mut Self>,
-        shared: &Shared<Tm>,
+        catch: bool,
         cx: &mut Context<'_>,
     ) -> Poll<Finished<K::Ok, K::Error>>
     where
         K: Contest<Copy = C>,
     {
         match self.project().original.get().as_pin_mut() {
-            Some(copy) => poll::<K>(copy, cx, shared.catch_unwind),
+            Some(copy) => poll::<K>(copy, cx, catch),
             None => unreachable!("the original is in flight"),
         }
     }

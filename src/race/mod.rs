@@ -447,6 +447,8 @@ impl<T, E> Race<T, E> {
 
     /// Whether the call runs its original alone, with nothing to schedule: hedging is off
     /// for it (`max_copies` 1, or a missed probability roll) and its clock never started.
+    /// (A cap can fall to 1 mid-race, after a refusal or a declined copy: that race has
+    /// its timer and its clock, and ends through [`Race::conclude`].)
     #[inline]
     pub(crate) fn alone(&self) -> bool {
         self.max_copies == 1 && self.times.is_none()
