@@ -219,8 +219,8 @@ where
     // Inline, so a caller sees the fast path whole: an original that wins at its first
     // poll; everything else is in `race_on`, out of line.
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.as_mut().project();
         let CallParts {
             policy,
             race,
@@ -274,30 +274,15 @@ where
                 }
             }
         };
-        Hedge::race_on(
-            copies,
-            policy,
-            race,
-            &mut contest,
-            this.classify,
-            this.deadlines,
-            cx,
-            opening,
-        )
+        self.race_on(cx, opening)
     }
 }
 
 impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
     /// Everything but the fast path: polls the copies and follows the race to its end.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn race_on(
-        mut copies: Pin<&mut Copies<F::Future, <P::Timer as Timer>::Sleep>>,
-        policy: &P,
-        race: &mut Race<F::Ok, F::Error>,
-        contest: &mut Futures<'_, F>,
-        classify: &mut C,
-        deadlines: &D,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         opening: Opening<F::Ok, F::Error>,
     ) -> Poll<Result<F::Ok, F::Error>>
@@ -305,10 +290,23 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         C: Classify<F::Ok, F::Error>,
         D: Deadlines<F::Error>,
     {
+        let this = self.project();
+        let CallParts {
+            policy,
+            race,
+            mut copies,
+        } = this.call.project();
         let shared = policy.as_policy().shared();
-        let driven = copies
-            .as_mut()
-            .drive(race, contest, classify, deadlines, shared, cx, opening);
+        let contest = &mut Futures(this.factory);
+        let driven = copies.as_mut().drive(
+            race,
+            contest,
+            this.classify,
+            this.deadlines,
+            shared,
+            cx,
+            opening,
+        );
         driven.map(|end| finish(copies, race, shared, end))
     }
 }
