@@ -111,3 +111,51 @@ fn dropping_the_policy_while_a_call_with_an_owned_clone_runs_is_fine() {
     assert_eq!(call.run(&timer), Ok(1));
     assert_eq!(stats_view.stats().hedge_wins, 1);
 }
+
+/// A copy that never answers; the one made with `panics` panics when it is dropped.
+struct NeverAnswers {
+    panics: bool,
+}
+
+impl std::future::Future for NeverAnswers {
+    type Output = Result<u32, ()>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Result<u32, ()>> {
+        Poll::Pending
+    }
+}
+
+impl Drop for NeverAnswers {
+    fn drop(&mut self) {
+        if self.panics {
+            panic!("a copy's drop panicked");
+        }
+    }
+}
+
+#[test]
+fn a_copy_whose_drop_panics_still_gives_back_every_slot_and_counts_the_cancel() {
+    let timer = ManualTimer::new();
+    let budget = hedging::Budget::new(1.0).burst(10.0).max_outstanding(4);
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(ms(10))
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    let factory = |attempt: hedging::Attempt| NeverAnswers {
+        panics: attempt.index() == 0,
+    };
+    let mut call = Driver::new(factory.hedged(&policy));
+    assert_eq!(call.run_until(&timer, ms(25)), None);
+    assert_eq!(policy.stats().hedges, 2);
+    assert_eq!(budget.outstanding(), 2, "both hedges hold a slot");
+
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(call)));
+    assert!(dropped.is_err(), "the copy's panic reaches the caller");
+    assert_eq!(budget.outstanding(), 0, "no slot leaks");
+    assert_eq!(policy.stats().cancelled, 1);
+}

@@ -13,7 +13,7 @@ use core::time::Duration;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, Verdict};
-use crate::policy::AsPolicy;
+use crate::policy::{AsPolicy, Shared};
 use crate::race::{Finished, Phase, Race};
 use crate::timer::Timer;
 
@@ -59,7 +59,7 @@ pub(crate) enum Opening<T, E> {
 
 /// One call: the policy it runs under, its race, and its copies. Dropped mid-race, it
 /// drops the copies first, then gives back their budget slots and counts the call as
-/// cancelled; a call that finished pays one check.
+/// cancelled, even if a copy panics as it drops; a call that finished pays one check.
 #[pin_project(PinnedDrop, project = CallParts)]
 pub(crate) struct Call<P: AsPolicy, C, T, E> {
     pub(crate) policy: P,
@@ -91,8 +91,27 @@ impl<P: AsPolicy, C, T, E> PinnedDrop for Call<P, C, T, E> {
 #[inline(never)]
 fn cancel<P: AsPolicy, C, T, E>(call: Pin<&mut Call<P, C, T, E>>) {
     let this = call.project();
-    this.copies.clear();
-    this.race.cancel(this.policy.as_policy().shared());
+    let mut cancel = Cancel {
+        copies: this.copies,
+        race: this.race,
+        shared: this.policy.as_policy().shared(),
+    };
+    cancel.copies.as_mut().clear();
+}
+
+/// Cancels a call as it drops: after `cancel`'s own clearing, or while a copy's panic
+/// unwinds out of it, when the copies left are dropped first.
+struct Cancel<'a, C, S, T, E, Tm> {
+    copies: Pin<&'a mut Copies<C, S>>,
+    race: &'a mut Race<T, E>,
+    shared: &'a Shared<Tm>,
+}
+
+impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
+    fn drop(&mut self) {
+        self.copies.as_mut().clear();
+        self.race.cancel(self.shared);
+    }
 }
 
 /// Copy k's place in the slab: the copy, boxed, and when it started.
