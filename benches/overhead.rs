@@ -416,9 +416,8 @@ fn pending_once_cases(suite: &mut Suite) {
     suite.case((ASYNC_IO, BARE, None, None), || {
         bare_with_timer(&AsyncIoTimer)
     });
-    suite.case((TOKIO, BARE, None, None), || {
-        bare_with_timer(&TokioTimer::new())
-    });
+    let tokio_timer = TokioTimer::new();
+    suite.case((TOKIO, BARE, None, None), || bare_with_timer(&tokio_timer));
 
     // Hedging off: one copy, pending once. No timer is armed, so it is compared with bare.
     let one = policy(1, FuturesTimer);
