@@ -261,9 +261,9 @@ fn e_tied_pairs_cut_p99_where_queueing_makes_the_tail() {
 #[test]
 fn e_at_half_load_tied_pairs_pay_a_second_service_more_often() {
     // The tied-requests line at 50%: the tied pairs reach the lowest p99 of every row, but
-    // a tie that started late is hedged in service, and a tied hedge starts where it would
-    // have waited and left its queue, so more calls are served twice than under the hedge
-    // alone, and the extra service-seconds are higher.
+    // their tie gets a call into service before the hedge goes out, so fewer of their
+    // hedges replace an original still queued for free; more calls are served twice than
+    // under the hedge alone, and the extra service-seconds are higher.
     let level = level(lab::TIED_LOAD);
     let (pairs, hedged) = (tied_pairs(level), level.recommended());
     for run in &level.runs {
