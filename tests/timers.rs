@@ -247,3 +247,25 @@ fn manual_timer_survives_a_hedge_due_at_the_end_of_time() {
         common::assert_huge_delay_call(&policy, answer);
     }
 }
+
+#[test]
+fn manual_timer_sleeps_until_exact_deadlines() {
+    let timer = ManualTimer::new();
+    let flag = Arc::new(Flag::default());
+    let waker = Waker::from(flag.clone());
+    timer.advance(Duration::from_millis(5));
+
+    let mut passed = pin!(timer.sleep_until(Duration::from_millis(3), Duration::ZERO));
+    assert!(
+        poll(passed.as_mut(), &waker).is_ready(),
+        "a deadline already passed is due at once"
+    );
+
+    let mut sleep = pin!(timer.sleep_until(Duration::from_millis(12), timer.now()));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.reset_until(sleep.as_mut(), Duration::from_millis(9), timer.now());
+    timer.advance(Duration::from_millis(3));
+    assert!(poll(sleep.as_mut(), &waker).is_pending(), "1 ms early");
+    timer.advance(Duration::from_millis(1));
+    assert!(poll(sleep.as_mut(), &waker).is_ready(), "at 9 ms exactly");
+}

@@ -56,6 +56,15 @@ struct Clock {
 }
 
 impl Clock {
+    /// Moves the deadline of the sleep in `slot`.
+    fn move_deadline(&mut self, slot: usize, deadline: Duration) {
+        let registration = self.registration(slot);
+        let moved_from = core::mem::replace(&mut registration.deadline, deadline);
+        let created = registration.created;
+        self.pending.remove(&(moved_from, created));
+        self.pending.insert((deadline, created), slot);
+    }
+
     fn registration(&mut self, slot: usize) -> &mut Registration {
         self.slots[slot]
             .as_mut()
@@ -157,9 +166,31 @@ impl Timer for ManualTimer {
 
     fn sleep(&self, after: Duration) -> ManualSleep {
         let mut clock = self.lock();
+        let deadline = clock.now.saturating_add(after);
+        self.register(&mut clock, deadline)
+    }
+
+    fn reset(&self, sleep: Pin<&mut ManualSleep>, after: Duration) {
+        let mut clock = self.lock();
+        let deadline = clock.now.saturating_add(after);
+        clock.move_deadline(sleep.slot, deadline);
+    }
+
+    // Exact: a deadline the clock has passed already is due at once.
+    fn sleep_until(&self, deadline: Duration, _now: Duration) -> ManualSleep {
+        self.register(&mut self.lock(), deadline)
+    }
+
+    fn reset_until(&self, sleep: Pin<&mut ManualSleep>, deadline: Duration, _now: Duration) {
+        self.lock().move_deadline(sleep.slot, deadline);
+    }
+}
+
+impl ManualTimer {
+    /// A sleep due at `deadline`, registered with the clock.
+    fn register(&self, clock: &mut Clock, deadline: Duration) -> ManualSleep {
         let created = clock.sleeps_created;
         clock.sleeps_created += 1;
-        let deadline = clock.now.saturating_add(after);
         let registration = Some(Registration {
             deadline,
             created,
@@ -180,16 +211,6 @@ impl Timer for ManualTimer {
             timer: self.clone(),
             slot,
         }
-    }
-
-    fn reset(&self, sleep: Pin<&mut ManualSleep>, after: Duration) {
-        let mut clock = self.lock();
-        let deadline = clock.now.saturating_add(after);
-        let registration = clock.registration(sleep.slot);
-        let moved_from = core::mem::replace(&mut registration.deadline, deadline);
-        let created = registration.created;
-        clock.pending.remove(&(moved_from, created));
-        clock.pending.insert((deadline, created), sleep.slot);
     }
 }
 
