@@ -52,10 +52,11 @@ pub use self::tokio::TokioTimer;
 ///
 /// # Huge durations
 ///
-/// [`sleep`](Timer::sleep) and [`reset`](Timer::reset) must accept every `Duration`, up
-/// to `Duration::MAX`, without panicking: a deadline the clock cannot represent is parked
-/// as far away as it can go (the shipped timers park it decades away; `ManualTimer`
-/// saturates). `Hedge` itself never arms a deadline that saturated to `Duration::MAX`: a
+/// [`sleep`](Timer::sleep) and [`reset`](Timer::reset) (and
+/// [`sleep_until`](Timer::sleep_until) and [`reset_until`](Timer::reset_until), if a
+/// timer overrides them) must accept every `Duration`, up to `Duration::MAX`, without
+/// panicking: a deadline the clock cannot represent is parked as far away as it can go
+/// (the shipped timers park it decades away; `ManualTimer` saturates). `Hedge` itself never arms a deadline that saturated to `Duration::MAX`: a
 /// copy due at the end of time is never started by the clock.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a hedging timer",
