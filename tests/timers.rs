@@ -217,6 +217,16 @@ fn async_io_timer_saturates_huge_sleeps() {
 }
 
 #[test]
+fn async_io_timer_parks_a_deadline_past_the_end_of_time_whatever_now_says() {
+    let timer = AsyncIoTimer::new();
+    let waker = Waker::from(Arc::new(Flag::default()));
+    let mut sleep = pin!(timer.sleep_until(Duration::MAX, Duration::MAX));
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+    timer.reset_until(sleep.as_mut(), Duration::MAX, Duration::MAX);
+    assert!(poll(sleep.as_mut(), &waker).is_pending());
+}
+
+#[test]
 fn manual_timer_saturates_huge_sleeps() {
     huge_sleeps_saturate(ManualTimer::new());
 }

@@ -232,9 +232,10 @@ async fn tokio_timer_saturates_huge_sleeps() {
     advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
     assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "a decade on");
 
-    let now = timer.now();
-    let mut until = pin!(timer.sleep_until(Duration::MAX, now));
-    timer.reset_until(until.as_mut(), Duration::MAX, now);
+    // Whatever `now` says, even one past the end of time itself.
+    let mut until = pin!(timer.sleep_until(Duration::MAX, Duration::MAX));
+    timer.reset_until(until.as_mut(), Duration::MAX, timer.now());
+    timer.reset_until(until.as_mut(), Duration::MAX, Duration::MAX);
     advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
     assert_eq!(futures::poll!(until.as_mut()), Poll::Pending, "a decade on");
 }

@@ -49,17 +49,18 @@ impl Timer for AsyncIoTimer {
     }
 
     // The hedge read the clock already: `Timer::after` would read it again.
-    fn sleep_until(&self, deadline: Duration, now: Duration) -> Self::Sleep {
+    // A deadline `Instant` cannot hold is past the end of time: it never fires.
+    fn sleep_until(&self, deadline: Duration, _now: Duration) -> Self::Sleep {
         match super::instant(deadline) {
             Some(at) => AsyncIoSleep(async_io::Timer::at(at)),
-            None => self.sleep(deadline.saturating_sub(now)),
+            None => self.sleep(Duration::MAX),
         }
     }
 
-    fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, now: Duration) {
+    fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, _now: Duration) {
         match super::instant(deadline) {
             Some(at) => sleep.get_mut().0.set_at(at),
-            None => self.reset(sleep, deadline.saturating_sub(now)),
+            None => self.reset(sleep, Duration::MAX),
         }
     }
 }

@@ -86,7 +86,9 @@ pub trait Timer: Clone {
     ///
     /// `Hedge` reads the clock before it arms its timer, so a backend that can sleep until
     /// an instant (tokio's `sleep_until`, async-io's `Timer::at`) overrides this to skip
-    /// reading its clock a second time. The default is `sleep(deadline - now)`.
+    /// reading its clock a second time, and need not look at `now`. The default is
+    /// `sleep(deadline - now)`: it trusts `now`, and a deadline at or before it is due at
+    /// once.
     fn sleep_until(&self, deadline: Duration, now: Duration) -> Self::Sleep {
         self.sleep(deadline.saturating_sub(now))
     }

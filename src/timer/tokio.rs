@@ -91,21 +91,21 @@ impl Timer for TokioTimer {
     }
 
     // The hedge read the clock already: tokio's own `sleep` would read it again.
-    fn sleep_until(&self, deadline: Duration, now: Duration) -> Self::Sleep {
-        tokio::time::sleep_until(self.instant(deadline, now))
+    fn sleep_until(&self, deadline: Duration, _now: Duration) -> Self::Sleep {
+        tokio::time::sleep_until(self.instant(deadline))
     }
 
-    fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, now: Duration) {
-        sleep.reset(self.instant(deadline, now));
+    fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, _now: Duration) {
+        sleep.reset(self.instant(deadline));
     }
 }
 
 impl TokioTimer {
-    /// The instant `deadline` on this timer's clock names, or one decades after `now` if
-    /// it cannot be represented (where tokio's own `sleep` parks such deadlines).
-    fn instant(&self, deadline: Duration, now: Duration) -> Instant {
+    /// The instant `deadline` on this timer's clock names, or, if it cannot be
+    /// represented, one decades away (where tokio's own `sleep` parks such deadlines).
+    fn instant(&self, deadline: Duration) -> Instant {
         self.origin
             .checked_add(deadline)
-            .unwrap_or_else(|| self.origin + now + FAR_FUTURE)
+            .unwrap_or_else(|| Instant::now() + FAR_FUTURE)
     }
 }
