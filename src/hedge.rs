@@ -10,12 +10,11 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Call, CallParts, Contest, Copies, Opening};
+use crate::copies::{Call, CallParts, Contest, Opening};
 use crate::factory::Factory;
-use crate::policy::{AsPolicy, Shared};
+use crate::policy::AsPolicy;
 use crate::race::{End, Finished, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
-use crate::timer::Timer;
 
 /// A hedged call: starts copies of a request on the policy's schedule, returns the first
 /// that wins, and drops the rest.
@@ -143,7 +142,7 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
     /// # });
     /// ```
     pub fn max_copies(mut self, max_copies: usize) -> Self {
-        self.call.race.cap(max_copies);
+        self.call.state.cap(max_copies);
         self
     }
 
@@ -221,19 +220,14 @@ where
     #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.as_mut().project();
-        let CallParts {
-            policy,
-            race,
-            mut copies,
-        } = this.call.project();
+        let CallParts { policy, mut state } = this.call.project();
         let shared = policy.as_policy().shared();
-        let mut contest = Futures(this.factory);
 
         // With no timeouts, a call that runs its original alone needs no race at all.
         let untimed = this.deadlines.attempt().is_none() && this.deadlines.total().is_none();
-        let polled = match race.phase {
-            Phase::Running if untimed && race.alone() => {
-                match copies
+        let polled = match state.phase {
+            Phase::Running if state.alone() => {
+                match state
                     .as_mut()
                     .poll_original::<Futures<'_, F>>(shared.catch_unwind, cx)
                 {
@@ -242,35 +236,29 @@ where
                 }
             }
             Phase::Running => None,
-            Phase::Idle => match copies.as_mut().start(race, &mut contest, shared, cx) {
-                Poll::Pending => {
-                    race.original_polled();
-                    if untimed && race.alone() {
-                        return Poll::Pending;
-                    }
-                    Some(Poll::Pending)
+            Phase::Idle => {
+                let contest = &mut Futures(this.factory);
+                match state.as_mut().start(contest, shared, cx) {
+                    Poll::Pending if untimed && state.max_copies == 1 => return Poll::Pending,
+                    polled => Some(polled),
                 }
-                ready => Some(ready),
-            },
+            }
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
         let opening = match polled {
             None => Opening::Running,
             Some(Poll::Pending) => Opening::Pending,
             Some(Poll::Ready(finished)) => {
-                copies.as_mut().drop_original();
+                state.as_mut().drop_original();
                 let verdict = Race::verdict(&finished, this.classify);
                 match (finished, verdict) {
-                    // The fast path: one stats update and none of the race's bookkeeping.
+                    // The fast path: one stats update, and no race made.
                     (Finished::Item(result), Some(Verdict::Win)) => {
-                        race.won_alone(shared);
+                        state.done();
+                        Race::<F::Ok, F::Error>::won_alone(shared);
                         return Poll::Ready(result);
                     }
-                    (finished, verdict) => {
-                        // The original was polled alone before, or just now: booked either way.
-                        race.original_polled();
-                        Opening::Finished(finished, verdict)
-                    }
+                    (finished, verdict) => Opening::Finished(finished, verdict),
                 }
             }
         };
@@ -279,7 +267,8 @@ where
 }
 
 impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
-    /// Everything but the fast path: polls the copies and follows the race to its end.
+    /// Everything but the fast path: makes the race, polls the copies and follows the
+    /// race to its end.
     #[inline(never)]
     fn race_on(
         self: Pin<&mut Self>,
@@ -291,14 +280,11 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         D: Deadlines<F::Error>,
     {
         let this = self.project();
-        let CallParts {
-            policy,
-            race,
-            mut copies,
-        } = this.call.project();
+        let CallParts { policy, mut state } = this.call.project();
         let shared = policy.as_policy().shared();
         let contest = &mut Futures(this.factory);
-        let driven = copies.as_mut().drive(
+        let (race, mut copies) = state.as_mut().race();
+        let driven = copies.drive(
             race,
             contest,
             this.classify,
@@ -307,29 +293,19 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
             cx,
             opening,
         );
-        driven.map(|end| finish(copies, race, shared, end))
-    }
-}
-
-/// Drops every copy and the timer, records the call, and yields its output.
-#[inline(always)]
-fn finish<Fut, S, T, E, Tm>(
-    mut copies: Pin<&mut Copies<Fut, S>>,
-    race: &mut Race<T, E>,
-    shared: &Shared<Tm>,
-    end: End<T, E>,
-) -> Result<T, E>
-where
-    Tm: Timer,
-{
-    let original_alive = copies.original_alive();
-    copies.as_mut().clear();
-    race.conclude(shared, &end, original_alive);
-    match end {
-        End::Won { result, .. } | End::Failed(result) => result,
-        End::Empty => unreachable!("a future copy always ends with a result"),
-        #[cfg(feature = "std")]
-        End::Panicked(panic) => std::panic::resume_unwind(panic),
+        let Poll::Ready(end) = driven else {
+            return Poll::Pending;
+        };
+        let original_alive = copies.original_alive();
+        copies.clear();
+        race.conclude(shared, &end, original_alive);
+        state.done();
+        Poll::Ready(match end {
+            End::Won { result, .. } | End::Failed(result) => result,
+            End::Empty => unreachable!("a future copy always ends with a result"),
+            #[cfg(feature = "std")]
+            End::Panicked(panic) => std::panic::resume_unwind(panic),
+        })
     }
 }
 
@@ -365,17 +341,17 @@ where
     D: Deadlines<F::Error>,
 {
     fn is_terminated(&self) -> bool {
-        self.call.race.phase == Phase::Done
+        self.call.state.phase == Phase::Done
     }
 }
 
 impl<F: Factory, P: AsPolicy, C, D> fmt::Debug for Hedge<F, P, C, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let race = &self.call.race;
+        let state = &self.call.state;
         f.debug_struct("Hedge")
-            .field("phase", &race.phase)
-            .field("max_copies", &race.max_copies())
-            .field("launched", &race.launched())
+            .field("phase", &state.phase)
+            .field("max_copies", &state.max_copies())
+            .field("launched", &state.launched())
             .finish_non_exhaustive()
     }
 }

@@ -10,12 +10,11 @@ use futures_core::{FusedStream, Stream};
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Call, CallParts, Contest, Copies, Opening};
+use crate::copies::{Call, CallParts, Contest, Opening};
 use crate::factory::StreamFactory;
 use crate::policy::AsPolicy;
 use crate::race::{End, Phase, Race};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
-use crate::timer::Timer;
 
 /// A hedged stream: races copies of a streaming request by the policy's schedule,
 /// budget and verdicts until one copy yields a winning first item, then commits to it.
@@ -161,44 +160,37 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.project();
-        let CallParts {
-            policy,
-            race,
-            mut copies,
-        } = this.call.project();
+        let CallParts { policy, mut state } = this.call.project();
         if let Some(winner) = *this.committed {
             // Committed: the winner's items, as they come.
-            let Some(stream) = copies.as_mut().get(winner) else {
+            let Some(stream) = state.as_mut().copy(winner) else {
                 return Poll::Ready(None);
             };
             let item = core::task::ready!(stream.poll_next(cx));
             if item.is_none() {
-                copies.clear();
+                state.clear();
             }
             return Poll::Ready(item);
         }
         let shared = policy.as_policy().shared();
         let contest = &mut Streams(this.factory);
-        let opening = match race.phase {
+        let opening = match state.phase {
             Phase::Running => Opening::Running,
             // Ended without a winner.
             Phase::Done => return Poll::Ready(None),
-            Phase::Idle => match copies.as_mut().start(race, contest, shared, cx) {
-                Poll::Pending => {
-                    race.original_polled();
-                    Opening::Pending
-                }
+            Phase::Idle => match state.as_mut().start(contest, shared, cx) {
+                Poll::Pending => Opening::Pending,
                 Poll::Ready(finished) => {
-                    race.original_polled();
                     let verdict = Race::verdict(&finished, this.classify);
                     if !Streams::<F>::stays(verdict) {
-                        copies.as_mut().drop_original();
+                        state.as_mut().drop_original();
                     }
                     Opening::Finished(finished, verdict)
                 }
             },
         };
-        let driven = copies.as_mut().drive(
+        let (race, mut copies) = state.as_mut().race();
+        let driven = copies.drive(
             race,
             contest,
             this.classify,
@@ -207,36 +199,26 @@ where
             cx,
             opening,
         );
-        driven.map(|end| conclude(copies, race, shared, end, this.committed))
-    }
-}
-
-/// Ends the race: commits to a winner (dropping every other copy), or drops every copy;
-/// records the call and yields what the stream yields next.
-fn conclude<S, Sl, T, E, Tm>(
-    mut copies: Pin<&mut Copies<S, Sl>>,
-    race: &mut Race<T, E>,
-    shared: &crate::policy::Shared<Tm>,
-    end: End<T, E>,
-    committed: &mut Option<usize>,
-) -> Option<Result<T, E>>
-where
-    Tm: Timer,
-{
-    let original_alive = copies.original_alive();
-    match &end {
-        End::Won { index, .. } => {
-            copies.as_mut().clear_except(*index);
-            *committed = Some(*index);
+        let Poll::Ready(end) = driven else {
+            return Poll::Pending;
+        };
+        // Every copy but a winner is dropped before the race concludes.
+        let original_alive = copies.original_alive();
+        match &end {
+            End::Won { index, .. } => {
+                copies.clear_except(*index);
+                *this.committed = Some(*index);
+            }
+            _ => copies.clear(),
         }
-        _ => copies.as_mut().clear(),
-    }
-    race.conclude(shared, &end, original_alive);
-    match end {
-        End::Won { result, .. } | End::Failed(result) => Some(result),
-        End::Empty => None,
-        #[cfg(feature = "std")]
-        End::Panicked(panic) => std::panic::resume_unwind(panic),
+        race.conclude(shared, &end, original_alive);
+        state.done();
+        Poll::Ready(match end {
+            End::Won { result, .. } | End::Failed(result) => Some(result),
+            End::Empty => None,
+            #[cfg(feature = "std")]
+            End::Panicked(panic) => std::panic::resume_unwind(panic),
+        })
     }
 }
 
@@ -273,19 +255,19 @@ where
 {
     fn is_terminated(&self) -> bool {
         match self.committed {
-            Some(winner) => !self.call.copies.holds(winner),
-            None => self.call.race.phase == Phase::Done,
+            Some(winner) => !self.call.state.holds(winner),
+            None => self.call.state.phase == Phase::Done,
         }
     }
 }
 
 impl<F: StreamFactory, P: AsPolicy, C, D> fmt::Debug for HedgeStream<F, P, C, D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let race = &self.call.race;
+        let state = &self.call.state;
         f.debug_struct("HedgeStream")
-            .field("phase", &race.phase)
-            .field("max_copies", &race.max_copies())
-            .field("launched", &race.launched())
+            .field("phase", &state.phase)
+            .field("max_copies", &state.max_copies())
+            .field("launched", &state.launched())
             .field("committed", &self.committed)
             .finish_non_exhaustive()
     }

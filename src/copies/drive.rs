@@ -8,33 +8,32 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use super::{Contest, Copies, Opening, Slot};
+use super::{Contest, Copies, Opening, Slot, State};
 use crate::attempt::{Attempt, Classify};
 use crate::policy::Shared;
 use crate::race::{Arm, Clock, End, Finished, Next, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
-impl<C, S: Future<Output = ()>> Copies<C, S> {
+impl<C, S, T, E> State<C, S, T, E> {
     /// Starts the original copy and polls it once. A finished original is still in its
-    /// place: see [`Copies::drop_original`].
+    /// place: see [`State::drop_original`].
     #[inline]
     pub(crate) fn start<K, Tm>(
         mut self: Pin<&mut Self>,
-        race: &mut Race<K::Ok, K::Error>,
         contest: &mut K,
         shared: &Shared<Tm>,
         cx: &mut Context<'_>,
-    ) -> Poll<Finished<K::Ok, K::Error>>
+    ) -> Poll<Finished<T, E>>
     where
-        K: Contest<Copy = C>,
+        K: Contest<Copy = C, Ok = T, Error = E>,
     {
-        let attempt = race.begin(shared);
+        let attempt = self.as_mut().begin(shared);
         // Read once: the policy is not `Freeze`, so each read would be a load.
         let catch = shared.catch_unwind;
         match make(contest, attempt, catch) {
             Ok(Some(copy)) => {
-                self.as_mut().project().original.get().set(Some(copy));
+                self.as_mut().original().set(Some(copy));
                 self.poll_original::<K>(catch, cx)
             }
             Ok(None) => panic!(
@@ -51,11 +50,11 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         self: Pin<&mut Self>,
         catch: bool,
         cx: &mut Context<'_>,
-    ) -> Poll<Finished<K::Ok, K::Error>>
+    ) -> Poll<Finished<T, E>>
     where
-        K: Contest<Copy = C>,
+        K: Contest<Copy = C, Ok = T, Error = E>,
     {
-        match self.project().original.get().as_pin_mut() {
+        match self.original().as_pin_mut() {
             Some(copy) => poll::<K>(copy, cx, catch),
             None => unreachable!("the original is in flight"),
         }
@@ -64,15 +63,17 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// Drops the original copy.
     #[inline]
     pub(crate) fn drop_original(self: Pin<&mut Self>) {
-        self.project().original.get().set(None);
+        self.original().set(None);
     }
+}
 
+impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
     /// Polls every copy in flight (or settles the original, just started), then does
     /// what the race says until it waits or ends.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(crate) fn drive<K, Cl, D, Tm>(
-        mut self: Pin<&mut Self>,
+        &mut self,
         race: &mut Race<K::Ok, K::Error>,
         contest: &mut K,
         classify: &mut Cl,
@@ -89,9 +90,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     {
         let mut clock = Clock::new(&shared.timer);
         let settled = match opening {
-            Opening::Running => self
-                .as_mut()
-                .poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
+            Opening::Running => self.poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
             Opening::Pending => None,
             Opening::Finished(finished, verdict) => {
                 race.settle(0, finished, verdict, shared, &mut clock)
@@ -111,14 +110,14 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                 Next::Wait => return Poll::Pending,
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
-                    let mut sleep = self.as_mut().project().sleep.get();
+                    let sleep = &mut self.sleep;
                     if let Some(Arm { deadline, now }) = rearm {
                         match sleep.as_mut().as_pin_mut() {
                             Some(armed) => shared.timer.reset_until(armed, deadline, now),
                             None => sleep.set(Some(shared.timer.sleep_until(deadline, now))),
                         }
                     }
-                    let fired = sleep.as_pin_mut().map_or(Poll::Ready(()), |s| s.poll(cx));
+                    let fired = sleep.as_mut().as_pin_mut().map_or(Poll::Ready(()), |s| s.poll(cx));
                     if fired.is_pending() {
                         return Poll::Pending;
                     }
@@ -126,12 +125,10 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
                     clock.fired_at(deadline);
                 }
                 Next::Expire { now, attempt } => {
-                    self.as_mut().expire(race, now, attempt, deadlines, shared);
+                    self.expire(race, now, attempt, deadlines, shared);
                 }
                 Next::Start(attempt) => {
-                    let launched = self
-                        .as_mut()
-                        .launch(race, attempt, contest, classify, shared, &mut clock, cx);
+                    let launched = self.launch(race, attempt, contest, classify, shared, &mut clock, cx);
                     if let Some(end) = launched {
                         return Poll::Ready(end);
                     }
@@ -143,7 +140,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// When copy `index` started.
     fn started<T, E>(&self, race: &Race<T, E>, index: usize) -> Duration {
         let first_start = race.first_start().unwrap_or_default();
-        match (index, &self.hedges.0) {
+        match (index, &*self.hedges) {
             (1.., Some(slab)) => slab.get(index - 1).map_or(first_start, |slot| slot.started),
             _ => first_start,
         }
@@ -153,7 +150,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// the first that ends the race.
     #[inline(always)]
     fn poll_each<K, Cl, Tm>(
-        mut self: Pin<&mut Self>,
+        &mut self,
         race: &mut Race<K::Ok, K::Error>,
         classify: &mut Cl,
         shared: &Shared<Tm>,
@@ -166,19 +163,18 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         Tm: Timer,
     {
         let catch = shared.catch_unwind;
-        let mut this = self.as_mut().project();
-        if let Some(copy) = this.original.as_mut().get().as_pin_mut() {
+        if let Some(copy) = self.original.as_mut().as_pin_mut() {
             if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
                 let verdict = Race::verdict(&finished, classify);
                 if !K::stays(verdict) {
-                    this.original.as_mut().get().set(None);
+                    self.original.set(None);
                 }
                 if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
                     return Some(end);
                 }
             }
         }
-        let slab = this.hedges.0.as_deref_mut().unwrap_or_default();
+        let slab = self.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if let Some(end) = poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
             {
@@ -191,7 +187,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// Starts copy `attempt.index()`, as the race asked, and polls it once.
     #[allow(clippy::too_many_arguments)]
     fn launch<K, Cl, Tm>(
-        self: Pin<&mut Self>,
+        &mut self,
         race: &mut Race<K::Ok, K::Error>,
         attempt: Attempt,
         contest: &mut K,
@@ -240,9 +236,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         let started = race.first_start().unwrap_or_default() + attempt.elapsed();
         let max_copies = attempt.max_copies();
         let slab = self
-            .project()
             .hedges
-            .0
             .get_or_insert_with(|| Vec::with_capacity(max_copies - 1));
         match made {
             Ok(copy) => {
@@ -268,7 +262,7 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
     /// Drops the copies in flight whose `attempt` timeout passed by `now`. Copies start
     /// in index order, so the first younger one stops it.
     fn expire<T, E, D, Tm>(
-        self: Pin<&mut Self>,
+        &mut self,
         race: &mut Race<T, E>,
         now: Duration,
         attempt: Duration,
@@ -279,15 +273,14 @@ impl<C, S: Future<Output = ()>> Copies<C, S> {
         Tm: Timer,
     {
         let timed_out = |started: Duration| started.saturating_add(attempt) <= now;
-        let mut this = self.project();
-        if this.original.is_some() {
+        if self.original.is_some() {
             if !timed_out(race.first_start().unwrap_or_default()) {
                 return;
             }
-            this.original.as_mut().get().set(None);
+            self.original.set(None);
             race.timed_out(0, deadlines, shared);
         }
-        let slab = this.hedges.0.as_deref_mut().unwrap_or_default();
+        let slab = self.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
             if slot.copy.is_some() {
                 if !timed_out(slot.started) {

@@ -57,31 +57,38 @@ pub(crate) enum Opening<T, E> {
     Finished(Finished<T, E>, Option<Verdict>),
 }
 
-/// One call: the policy it runs under, its race, and its copies. Dropped mid-race, it
-/// drops the copies first, then gives back their budget slots and counts the call as
-/// cancelled, even if a copy panics as it drops; a call that finished pays one check.
+/// One call: the policy it runs under, and its state.
+///
+/// Dropped mid-race, it drops the copies first, then gives back their budget slots and
+/// counts the call as cancelled, even if a copy panics as it drops; a call that finished
+/// pays a check for each place that may still hold something.
 #[pin_project(PinnedDrop, project = CallParts)]
 pub(crate) struct Call<P: AsPolicy, C, T, E> {
     pub(crate) policy: P,
-    pub(crate) race: Race<T, E>,
     #[pin]
-    pub(crate) copies: Copies<C, <P::Timer as Timer>::Sleep>,
+    pub(crate) state: State<C, <P::Timer as Timer>::Sleep, T, E>,
 }
 
 impl<P: AsPolicy, C, T, E> Call<P, C, T, E> {
     pub(crate) const fn new(policy: P) -> Self {
         Call {
             policy,
-            race: Race::new(),
-            copies: Copies::new(),
+            state: State {
+                phase: Phase::Idle,
+                // Until the call begins, its own cap (see `cap`).
+                max_copies: MAX_COPIES,
+                original: PinSlot::new(),
+                racing: PinSlot::new(),
+            },
         }
     }
 }
 
 #[pin_project::pinned_drop]
 impl<P: AsPolicy, C, T, E> PinnedDrop for Call<P, C, T, E> {
+    #[inline]
     fn drop(self: Pin<&mut Self>) {
-        if self.race.phase == Phase::Running {
+        if self.state.phase == Phase::Running {
             cancel(self);
         }
     }
@@ -90,27 +97,189 @@ impl<P: AsPolicy, C, T, E> PinnedDrop for Call<P, C, T, E> {
 #[cold]
 #[inline(never)]
 fn cancel<P: AsPolicy, C, T, E>(call: Pin<&mut Call<P, C, T, E>>) {
-    let this = call.project();
+    let parts = call.project();
     let mut cancel = Cancel {
-        copies: this.copies,
-        race: this.race,
-        shared: this.policy.as_policy().shared(),
+        state: parts.state,
+        shared: parts.policy.as_policy().shared(),
     };
-    cancel.copies.as_mut().clear();
+    cancel.state.as_mut().clear();
 }
 
 /// Cancels a call as it drops: after `cancel`'s own clearing, or while a copy's panic
 /// unwinds out of it, when the copies left are dropped first.
 struct Cancel<'a, C, S, T, E, Tm> {
-    copies: Pin<&'a mut Copies<C, S>>,
-    race: &'a mut Race<T, E>,
+    state: Pin<&'a mut State<C, S, T, E>>,
     shared: &'a Shared<Tm>,
 }
 
 impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
     fn drop(&mut self) {
-        self.copies.as_mut().clear();
-        self.race.cancel(self.shared);
+        self.state.as_mut().clear();
+        match self.state.as_mut().project().racing.get().as_pin_mut() {
+            Some(racing) => racing.project().race.cancel(self.shared),
+            None => Race::<T, E>::cancel_alone(self.shared),
+        }
+    }
+}
+
+/// A call's state: its phase, its cap, its original copy, and, once the original did not
+/// win its first poll, its race with the other copies and the timer. A call its original
+/// wins at once makes no race: it starts, polls and drops one copy.
+#[pin_project]
+pub(crate) struct State<C, S, T, E> {
+    pub(crate) phase: Phase,
+    /// The copies this call may start: its own cap until it begins, then the policy's
+    /// for this call (after the probability roll) within it.
+    pub(crate) max_copies: u8,
+    /// The original lives inline: a call it wins allocates nothing.
+    #[pin]
+    original: PinSlot<C>,
+    /// `None` until the original's first poll did not win (and, when the original runs
+    /// alone, until it fails).
+    #[pin]
+    racing: PinSlot<Racing<C, S, T, E>>,
+}
+
+/// A race under way: its decisions, the hedges and the one timer.
+#[pin_project]
+struct Racing<C, S, T, E> {
+    race: Race<T, E>,
+    /// Copy k lives at `[k - 1]`; allocated at the first hedge, with room for every copy
+    /// the call may start.
+    hedges: Option<Vec<Slot<C>>>,
+    #[pin]
+    sleep: Option<S>,
+}
+
+/// The most copies a call starts: `PolicyBuilder::MAX_COPIES`.
+const MAX_COPIES: u8 = 64;
+
+impl<C, S, T, E> State<C, S, T, E> {
+    /// Caps the copies this call may start; too late once it began.
+    pub(crate) fn cap(&mut self, max_copies: usize) {
+        if self.phase == Phase::Idle {
+            self.max_copies = max_copies.clamp(1, MAX_COPIES.into()) as u8;
+        }
+    }
+
+    /// The copies this call may start (its own cap, until it begins).
+    pub(crate) fn max_copies(&self) -> usize {
+        match &self.racing.value {
+            Some(racing) => racing.race.max_copies(),
+            None => self.max_copies.into(),
+        }
+    }
+
+    /// Copies started so far.
+    pub(crate) fn launched(&self) -> usize {
+        match (&self.racing.value, self.phase) {
+            (Some(racing), _) => racing.race.launched(),
+            (None, Phase::Idle) => 0,
+            (None, _) => 1,
+        }
+    }
+
+    /// Whether the original runs alone: hedging is off for the call, it has no timeouts,
+    /// and its original has not failed, so it has no race.
+    #[inline]
+    pub(crate) fn alone(&self) -> bool {
+        !self.racing.is_some()
+    }
+
+    /// Whether copy `index` is alive.
+    pub(crate) fn holds(&self, index: usize) -> bool {
+        match (index, &self.racing.value) {
+            (0, _) => self.original.is_some(),
+            (_, Some(racing)) => racing
+                .hedges
+                .as_ref()
+                .and_then(|slab| slab.get(index - 1))
+                .is_some_and(|slot| slot.copy.is_some()),
+            (_, None) => false,
+        }
+    }
+
+    /// Begins the call: settles the copies it may start (the policy's cap and its
+    /// probability roll, within the call's own cap) and returns the original's attempt.
+    #[inline]
+    pub(crate) fn begin<Tm>(self: Pin<&mut Self>, shared: &Shared<Tm>) -> Attempt {
+        let this = self.project();
+        *this.phase = Phase::Running;
+        // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
+        *this.max_copies = (shared.copies_for_call() as u8).min(*this.max_copies);
+        Attempt::new(0, (*this.max_copies).into(), Duration::ZERO)
+    }
+
+    /// The call returned (or, for a stream, committed to its winner).
+    #[inline]
+    pub(crate) fn done(self: Pin<&mut Self>) {
+        *self.project().phase = Phase::Done;
+    }
+
+    /// The original's place.
+    #[inline]
+    pub(crate) fn original(self: Pin<&mut Self>) -> Pin<&mut Option<C>> {
+        self.project().original.get()
+    }
+
+    /// The call's race and its copies; the race is made here if the call has none yet,
+    /// with its original started and polled once.
+    #[inline]
+    pub(crate) fn race(self: Pin<&mut Self>) -> (&mut Race<T, E>, Copies<'_, C, S>) {
+        let this = self.project();
+        let mut racing = this.racing.get();
+        if racing.is_none() {
+            racing.set(Some(Racing {
+                race: Race::new(*this.max_copies),
+                hedges: None,
+                sleep: None,
+            }));
+        }
+        let Some(racing) = racing.as_pin_mut() else {
+            unreachable!("the race was just made");
+        };
+        let racing = racing.project();
+        let copies = Copies {
+            original: this.original.get(),
+            hedges: racing.hedges,
+            sleep: racing.sleep,
+        };
+        (racing.race, copies)
+    }
+
+    /// Copy `index`, if it is alive.
+    pub(crate) fn copy(self: Pin<&mut Self>, index: usize) -> Option<Pin<&mut C>> {
+        let this = self.project();
+        match index {
+            0 => this.original.get().as_pin_mut(),
+            _ => this
+                .racing
+                .get()
+                .as_pin_mut()?
+                .project()
+                .hedges
+                .as_mut()?
+                .get_mut(index - 1)?
+                .copy
+                .as_mut()
+                .map(Pin::as_mut),
+        }
+    }
+
+    /// Drops every copy and the timer.
+    pub(crate) fn clear(self: Pin<&mut Self>) {
+        let this = self.project();
+        let mut original = this.original.get();
+        original.set(None);
+        if let Some(racing) = this.racing.get().as_pin_mut() {
+            let racing = racing.project();
+            Copies {
+                original,
+                hedges: racing.hedges,
+                sleep: racing.sleep,
+            }
+            .clear();
+        }
     }
 }
 
@@ -120,39 +289,17 @@ struct Slot<C> {
     started: Duration,
 }
 
-/// Copy k lives at `[k - 1]`; the slab is allocated at the first hedge, with room for
-/// every copy the call may start. `None` until then.
-struct Hedges<C>(Option<Vec<Slot<C>>>);
-
-impl<C> Drop for Hedges<C> {
-    // A call that never hedged pays one check: the slab's drop loop stays out of line.
-    #[inline]
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            drop_slab(self.0.take());
-        }
-    }
+/// The copies in flight and the one timer that schedules the next: a call's original and
+/// the parts of its race that hold copies.
+pub(crate) struct Copies<'a, C, S> {
+    original: Pin<&'a mut Option<C>>,
+    hedges: &'a mut Option<Vec<Slot<C>>>,
+    sleep: Pin<&'a mut Option<S>>,
 }
 
-#[cold]
-#[inline(never)]
-fn drop_slab<T>(slab: Option<Vec<T>>) {
-    drop(slab);
-}
-
-/// The copies in flight and the one timer that schedules the next.
-#[pin_project]
-pub(crate) struct Copies<C, S> {
-    /// The original lives inline: a call it wins allocates nothing.
-    #[pin]
-    original: PinSlot<C>,
-    hedges: Hedges<C>,
-    #[pin]
-    sleep: PinSlot<S>,
-}
-
-/// An `Option` in a pinned place whose drop is one check when it is empty: what it
-/// holds is dropped out of line, so the drop of a call that finished stays small.
+/// An `Option` in a pinned place whose drop is one check when it is empty (none at all
+/// when what it holds needs no drop): what it holds is dropped out of line, so the drop
+/// of a call that finished stays small.
 #[pin_project(PinnedDrop)]
 struct PinSlot<T> {
     #[pin]
@@ -161,8 +308,9 @@ struct PinSlot<T> {
 
 #[pin_project::pinned_drop]
 impl<T> PinnedDrop for PinSlot<T> {
+    #[inline]
     fn drop(self: Pin<&mut Self>) {
-        if self.value.is_some() {
+        if core::mem::needs_drop::<T>() && self.value.is_some() {
             empty(self.project().value);
         }
     }
@@ -189,15 +337,7 @@ impl<T> PinSlot<T> {
     }
 }
 
-impl<C, S> Copies<C, S> {
-    pub(crate) const fn new() -> Self {
-        Copies {
-            original: PinSlot::new(),
-            hedges: Hedges(None),
-            sleep: PinSlot::new(),
-        }
-    }
-
+impl<C, S> Copies<'_, C, S> {
     /// Whether the original is still in flight.
     pub(crate) fn original_alive(&self) -> bool {
         self.original.is_some()
@@ -205,57 +345,26 @@ impl<C, S> Copies<C, S> {
 
     /// Drops every copy and the timer.
     #[inline]
-    pub(crate) fn clear(self: Pin<&mut Self>) {
-        let mut this = self.project();
-        this.original.as_mut().get().set(None);
-        if let Some(slab) = &mut this.hedges.0 {
+    pub(crate) fn clear(&mut self) {
+        self.original.set(None);
+        if let Some(slab) = self.hedges {
             slab.clear();
         }
-        this.sleep.as_mut().get().set(None);
+        self.sleep.set(None);
     }
 
     /// Drops every copy but `winner`, and the timer.
-    pub(crate) fn clear_except(self: Pin<&mut Self>, winner: usize) {
-        let mut this = self.project();
+    pub(crate) fn clear_except(&mut self, winner: usize) {
         if winner != 0 {
-            this.original.as_mut().get().set(None);
+            self.original.set(None);
         }
-        if let Some(slab) = &mut this.hedges.0 {
+        if let Some(slab) = self.hedges {
             for (slot, index) in slab.iter_mut().zip(1..) {
                 if index != winner {
                     slot.copy = None;
                 }
             }
         }
-        this.sleep.as_mut().get().set(None);
-    }
-
-    /// Whether copy `index` is alive.
-    pub(crate) fn holds(&self, index: usize) -> bool {
-        match index {
-            0 => self.original.is_some(),
-            _ => self
-                .hedges
-                .0
-                .as_ref()
-                .and_then(|slab| slab.get(index - 1))
-                .is_some_and(|slot| slot.copy.is_some()),
-        }
-    }
-
-    /// Copy `index`, if it is alive.
-    pub(crate) fn get(self: Pin<&mut Self>, index: usize) -> Option<Pin<&mut C>> {
-        let this = self.project();
-        match index {
-            0 => this.original.get().as_pin_mut(),
-            _ => this
-                .hedges
-                .0
-                .as_mut()?
-                .get_mut(index - 1)?
-                .copy
-                .as_mut()
-                .map(Pin::as_mut),
-        }
+        self.sleep.set(None);
     }
 }

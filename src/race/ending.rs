@@ -5,7 +5,7 @@ use core::time::Duration;
 
 #[cfg(feature = "std")]
 use super::Panic;
-use super::{Clock, Due, End, Finished, Phase, Race};
+use super::{Clock, Due, End, Finished, Race};
 use crate::attempt::{Classify, Verdict};
 use crate::policy::Shared;
 use crate::shard::Counter;
@@ -273,7 +273,6 @@ impl<T, E> Race<T, E> {
         }
         // A failure kept in case no copy won goes with the other losers.
         self.kept.0 = None;
-        self.phase = Phase::Done;
         let (outcome, hedge_win) = match end {
             End::Won { index, .. } => {
                 crate::trace::won(shared.name, *index, self.launched.into());
@@ -288,8 +287,7 @@ impl<T, E> Race<T, E> {
     /// The end of a call whose original won while it was the only copy started and the
     /// call's clock never ran: nothing to give back, nothing to record but the win.
     #[inline]
-    pub(crate) fn won_alone<Tm>(&mut self, shared: &Shared<Tm>) {
-        self.phase = Phase::Done;
+    pub(crate) fn won_alone<Tm>(shared: &Shared<Tm>) {
         shared.counters.add(&[Counter::Wins]);
         shared.copy_won();
     }
@@ -300,6 +298,12 @@ impl<T, E> Race<T, E> {
         if self.slots != 0 {
             self.release_all_slots(shared);
         }
+        shared.counters.add(&[Counter::Cancelled]);
+    }
+
+    /// Counts a call dropped while its original ran alone, with no race.
+    #[cold]
+    pub(crate) fn cancel_alone<Tm>(shared: &Shared<Tm>) {
         shared.counters.add(&[Counter::Cancelled]);
     }
 }

@@ -19,9 +19,6 @@ mod ending;
 
 use self::ending::KeptSlot;
 
-/// The most copies a call starts: `PolicyBuilder::MAX_COPIES`.
-const MAX_COPIES: u8 = 64;
-
 /// A panic caught under `catch_unwind`, resumed if the race has nothing else to return.
 #[cfg(feature = "std")]
 pub(crate) type Panic = Box<dyn core::any::Any + Send>;
@@ -76,6 +73,7 @@ pub(crate) struct Arm {
     pub(crate) now: Duration,
 }
 
+/// Where a call is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// Not polled yet.
@@ -131,7 +129,6 @@ impl<'t, Tm: Timer> Clock<'t, Tm> {
 /// The state of one call's race. Counts of copies are bytes: a call starts at most 64,
 /// and the copies in flight are the bits of one word.
 pub(crate) struct Race<T, E> {
-    pub(crate) phase: Phase,
     /// Copies this call may start: the policy's cap, 1 after a missed probability roll,
     /// or how many had started when a `Stop`, a refusal or a declining factory ended the
     /// starting.
@@ -194,46 +191,21 @@ impl Times {
 }
 
 impl<T, E> Race<T, E> {
-    pub(crate) const fn new() -> Self {
+    /// The race of a call that may start `max_copies` copies, made once its original
+    /// was started and polled, and did not win: the original is in flight (or about to
+    /// be settled as finished). An original that wins at once makes no race.
+    pub(crate) const fn new(max_copies: u8) -> Self {
         Race {
-            phase: Phase::Idle,
-            // Until the race begins, the call's own cap (see `cap`).
-            max_copies: MAX_COPIES,
-            launched: 0,
+            max_copies,
+            launched: 1,
             owed: 0,
             refused: 0,
             reason: Reason::Due,
             held: false,
-            in_flight: 0,
+            in_flight: 1,
             slots: 0,
             times: None,
             kept: KeptSlot(None),
-        }
-    }
-
-    /// Starts the race with its original copy; returns that copy's attempt. The copy is
-    /// booked by [`Race::original_polled`] once its first poll did not win: an original
-    /// that wins at once ends the call with no more bookkeeping.
-    #[inline]
-    pub(crate) fn begin<Tm>(&mut self, shared: &Shared<Tm>) -> Attempt {
-        self.phase = Phase::Running;
-        // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
-        self.max_copies = (shared.copies_for_call() as u8).min(self.max_copies);
-        Attempt::new(0, self.max_copies.into(), Duration::ZERO)
-    }
-
-    /// The original's first poll is over, and it did not win: it is in flight (or
-    /// about to be settled as finished).
-    #[inline]
-    pub(crate) fn original_polled(&mut self) {
-        self.launched = 1;
-        self.in_flight = 1;
-    }
-
-    /// Caps the copies this call may start; too late once it began.
-    pub(crate) fn cap(&mut self, max_copies: usize) {
-        if self.phase == Phase::Idle {
-            self.max_copies = max_copies.clamp(1, MAX_COPIES.into()) as u8;
         }
     }
 
@@ -443,15 +415,6 @@ impl<T, E> Race<T, E> {
     /// The timer fired; returns the deadline it was armed for.
     pub(crate) fn fired(&mut self) -> Option<Duration> {
         self.times.as_mut()?.armed_at.take()
-    }
-
-    /// Whether the call runs its original alone, with nothing to schedule: hedging is off
-    /// for it (`max_copies` 1, or a missed probability roll) and its clock never started.
-    /// (A cap can fall to 1 mid-race, after a refusal or a declined copy: that race has
-    /// its timer and its clock, and ends through [`Race::conclude`].)
-    #[inline]
-    pub(crate) fn alone(&self) -> bool {
-        self.max_copies == 1 && self.times.is_none()
     }
 }
 
