@@ -239,7 +239,7 @@ where
             Phase::Idle => {
                 let contest = &mut Futures(this.factory);
                 match state.as_mut().start(contest, shared, cx) {
-                    Poll::Pending if untimed && state.max_copies == 1 => return Poll::Pending,
+                    Poll::Pending if untimed && state.copies(shared) == 1 => return Poll::Pending,
                     polled => Some(polled),
                 }
             }
@@ -283,7 +283,7 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         let CallParts { policy, mut state } = this.call.project();
         let shared = policy.as_policy().shared();
         let contest = &mut Futures(this.factory);
-        let (race, mut copies) = state.as_mut().race();
+        let (race, mut copies) = state.as_mut().race(shared);
         let driven = copies.drive(
             race,
             contest,

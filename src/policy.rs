@@ -194,15 +194,11 @@ impl<T: Timer> AsPolicy for &Policy<T> {
 }
 
 impl<T> Shared<T> {
-    /// How many copies this call may start: the policy's cap, or 1 when the hedge
-    /// probability roll misses.
+    /// Whether a call loses the hedge probability roll, and so runs one copy; a policy
+    /// whose probability is 1 (or that never hedges) rolls nothing.
     #[inline]
-    pub(crate) fn copies_for_call(&self) -> usize {
-        if self.rolls && !self.roll() {
-            1
-        } else {
-            self.max_copies
-        }
+    pub(crate) fn loses_roll(&self) -> bool {
+        self.rolls && !self.roll()
     }
 
     /// Asks the budget, if any, for one copy beyond the first; `Ok(true)` when the copy

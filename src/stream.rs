@@ -189,7 +189,7 @@ where
                 }
             },
         };
-        let (race, mut copies) = state.as_mut().race();
+        let (race, mut copies) = state.as_mut().race(shared);
         let driven = copies.drive(
             race,
             contest,

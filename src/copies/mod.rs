@@ -78,7 +78,7 @@ impl<P: AsPolicy, C, T, E> Call<P, C, T, E> {
                 // Until the call begins, its own cap (see `cap`).
                 max_copies: MAX_COPIES,
                 original: PinSlot::new(),
-                racing: PinSlot::new(),
+                racing: None,
             },
         }
     }
@@ -115,7 +115,7 @@ struct Cancel<'a, C, S, T, E, Tm> {
 impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
     fn drop(&mut self) {
         self.state.as_mut().clear();
-        match self.state.as_mut().project().racing.get().as_pin_mut() {
+        match self.state.as_mut().project().racing.as_pin_mut() {
             Some(racing) => racing.project().race.cancel(self.shared),
             None => Race::<T, E>::cancel_alone(self.shared),
         }
@@ -128,16 +128,16 @@ impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
 #[pin_project]
 pub(crate) struct State<C, S, T, E> {
     pub(crate) phase: Phase,
-    /// The copies this call may start: its own cap until it begins, then the policy's
-    /// for this call (after the probability roll) within it.
-    pub(crate) max_copies: u8,
+    /// The call's own cap, or 1 if it lost the policy's probability roll; the copies it
+    /// may start are the fewer of these and the policy's `max_copies`.
+    max_copies: u8,
     /// The original lives inline: a call it wins allocates nothing.
     #[pin]
     original: PinSlot<C>,
     /// `None` until the original's first poll did not win (and, when the original runs
     /// alone, until it fails).
     #[pin]
-    racing: PinSlot<Racing<C, S, T, E>>,
+    racing: Option<Racing<C, S, T, E>>,
 }
 
 /// A race under way: its decisions, the hedges and the one timer.
@@ -162,17 +162,23 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
-    /// The copies this call may start (its own cap, until it begins).
+    /// The copies this call may start (its own cap, until its race is made).
     pub(crate) fn max_copies(&self) -> usize {
-        match &self.racing.value {
+        match &self.racing {
             Some(racing) => racing.race.max_copies(),
             None => self.max_copies.into(),
         }
     }
 
+    /// The copies this call may start, once it began.
+    #[inline]
+    pub(crate) fn copies<Tm>(&self, shared: &Shared<Tm>) -> usize {
+        usize::from(self.max_copies).min(shared.max_copies)
+    }
+
     /// Copies started so far.
     pub(crate) fn launched(&self) -> usize {
-        match (&self.racing.value, self.phase) {
+        match (&self.racing, self.phase) {
             (Some(racing), _) => racing.race.launched(),
             (None, Phase::Idle) => 0,
             (None, _) => 1,
@@ -183,12 +189,12 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// and its original has not failed, so it has no race.
     #[inline]
     pub(crate) fn alone(&self) -> bool {
-        !self.racing.is_some()
+        self.racing.is_none()
     }
 
     /// Whether copy `index` is alive.
     pub(crate) fn holds(&self, index: usize) -> bool {
-        match (index, &self.racing.value) {
+        match (index, &self.racing) {
             (0, _) => self.original.is_some(),
             (_, Some(racing)) => racing
                 .hedges
@@ -199,15 +205,16 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
-    /// Begins the call: settles the copies it may start (the policy's cap and its
-    /// probability roll, within the call's own cap) and returns the original's attempt.
+    /// Begins the call: rolls the policy's dice, if it has any, and returns the
+    /// original's attempt.
     #[inline]
-    pub(crate) fn begin<Tm>(self: Pin<&mut Self>, shared: &Shared<Tm>) -> Attempt {
-        let this = self.project();
+    pub(crate) fn begin<Tm>(mut self: Pin<&mut Self>, shared: &Shared<Tm>) -> Attempt {
+        let this = self.as_mut().project();
         *this.phase = Phase::Running;
-        // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
-        *this.max_copies = (shared.copies_for_call() as u8).min(*this.max_copies);
-        Attempt::new(0, (*this.max_copies).into(), Duration::ZERO)
+        if shared.loses_roll() {
+            *this.max_copies = 1;
+        }
+        Attempt::new(0, self.copies(shared), Duration::ZERO)
     }
 
     /// The call returned (or, for a stream, committed to its winner).
@@ -225,12 +232,17 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// The call's race and its copies; the race is made here if the call has none yet,
     /// with its original started and polled once.
     #[inline]
-    pub(crate) fn race(self: Pin<&mut Self>) -> (&mut Race<T, E>, Copies<'_, C, S>) {
+    pub(crate) fn race<Tm>(
+        self: Pin<&mut Self>,
+        shared: &Shared<Tm>,
+    ) -> (&mut Race<T, E>, Copies<'_, C, S>) {
+        // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
+        let max_copies = self.copies(shared) as u8;
         let this = self.project();
-        let mut racing = this.racing.get();
+        let mut racing = this.racing;
         if racing.is_none() {
             racing.set(Some(Racing {
-                race: Race::new(*this.max_copies),
+                race: Race::new(max_copies),
                 hedges: None,
                 sleep: None,
             }));
@@ -254,7 +266,6 @@ impl<C, S, T, E> State<C, S, T, E> {
             0 => this.original.get().as_pin_mut(),
             _ => this
                 .racing
-                .get()
                 .as_pin_mut()?
                 .project()
                 .hedges
@@ -271,7 +282,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         let this = self.project();
         let mut original = this.original.get();
         original.set(None);
-        if let Some(racing) = this.racing.get().as_pin_mut() {
+        if let Some(racing) = this.racing.as_pin_mut() {
             let racing = racing.project();
             Copies {
                 original,
