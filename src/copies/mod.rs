@@ -14,7 +14,7 @@ use pin_project::pin_project;
 
 use crate::attempt::{Attempt, Verdict};
 use crate::policy::{AsPolicy, Shared};
-use crate::race::{Finished, Phase, Race};
+use crate::race::{Cold, Finished, Phase, Race};
 use crate::timer::Timer;
 
 mod drive;
@@ -146,10 +146,11 @@ struct Racing<C, S, T, E> {
     race: Race<T, E>,
     /// Copy k lives at `[k - 1]`; allocated at the first hedge, with room for every copy
     /// the call may start.
-    hedges: Option<Vec<Slot<C>>>,
+    hedges: Cold<Vec<Slot<C>>>,
     #[pin]
     sleep: Option<S>,
 }
+
 
 /// The most copies a call starts: `PolicyBuilder::MAX_COPIES`.
 const MAX_COPIES: u8 = 64;
@@ -198,6 +199,7 @@ impl<C, S, T, E> State<C, S, T, E> {
             (0, _) => self.original.is_some(),
             (_, Some(racing)) => racing
                 .hedges
+                .0
                 .as_ref()
                 .and_then(|slab| slab.get(index - 1))
                 .is_some_and(|slot| slot.copy.is_some()),
@@ -243,7 +245,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         if racing.is_none() {
             racing.set(Some(Racing {
                 race: Race::new(max_copies),
-                hedges: None,
+                hedges: Cold(None),
                 sleep: None,
             }));
         }
@@ -253,7 +255,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         let racing = racing.project();
         let copies = Copies {
             original: this.original.get(),
-            hedges: racing.hedges,
+            hedges: &mut racing.hedges.0,
             sleep: racing.sleep,
         };
         (racing.race, copies)
@@ -269,6 +271,7 @@ impl<C, S, T, E> State<C, S, T, E> {
                 .as_pin_mut()?
                 .project()
                 .hedges
+                .0
                 .as_mut()?
                 .get_mut(index - 1)?
                 .copy
@@ -286,7 +289,7 @@ impl<C, S, T, E> State<C, S, T, E> {
             let racing = racing.project();
             Copies {
                 original,
-                hedges: racing.hedges,
+                hedges: &mut racing.hedges.0,
                 sleep: racing.sleep,
             }
             .clear();

@@ -39,24 +39,6 @@ impl<T, E> Lost<T, E> {
     }
 }
 
-/// The kept result's place: a race that kept nothing drops it with one check.
-pub(super) struct KeptSlot<T, E>(pub(super) Option<Kept<T, E>>);
-
-impl<T, E> Drop for KeptSlot<T, E> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            drop_kept(self.0.take());
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn drop_kept<T, E>(kept: Option<Kept<T, E>>) {
-    drop(kept);
-}
-
 impl<T, E> Race<T, E> {
     /// The verdict on a finished copy; `None` when it left without a result.
     #[inline]

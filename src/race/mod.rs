@@ -17,7 +17,7 @@ use crate::timer::Timer;
 
 mod ending;
 
-use self::ending::KeptSlot;
+use self::ending::Kept;
 
 /// A panic caught under `catch_unwind`, resumed if the race has nothing else to return.
 #[cfg(feature = "std")]
@@ -152,7 +152,7 @@ pub(crate) struct Race<T, E> {
     times: Option<Times>,
     /// The lowest-index failure, or failing that the lowest-index caught panic, or the
     /// lowest-index withdrawn result.
-    kept: KeptSlot<T, E>,
+    kept: Cold<Kept<T, E>>,
 }
 
 /// The race's times, from when its clock starts: the original's first `Pending`.
@@ -205,7 +205,7 @@ impl<T, E> Race<T, E> {
             in_flight: 1,
             slots: 0,
             times: None,
-            kept: KeptSlot(None),
+            kept: Cold(None),
         }
     }
 
@@ -416,6 +416,25 @@ impl<T, E> Race<T, E> {
     pub(crate) fn fired(&mut self) -> Option<Duration> {
         self.times.as_mut()?.armed_at.take()
     }
+}
+
+/// An `Option` whose value is dropped out of line, so the drop of what holds it stays
+/// small.
+pub(crate) struct Cold<T>(pub(crate) Option<T>);
+
+impl<T> Drop for Cold<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            drop_cold(value);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_cold<T>(value: T) {
+    drop(value);
 }
 
 /// `after` past `start`, or `None` if that saturates: past the end of time, it never comes.
