@@ -239,7 +239,7 @@ where
             Phase::Idle => {
                 let contest = &mut Futures(this.factory);
                 match state.as_mut().start(contest, shared, cx) {
-                    Poll::Pending if untimed && state.copies(shared) == 1 => return Poll::Pending,
+                    Poll::Pending if untimed && state.one_copy(shared) => return Poll::Pending,
                     polled => Some(polled),
                 }
             }

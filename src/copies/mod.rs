@@ -171,6 +171,12 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
+    /// Whether this call, once it began, may start one copy only: hedging is off for it.
+    #[inline]
+    pub(crate) fn one_copy<Tm>(&self, shared: &Shared<Tm>) -> bool {
+        self.max_copies == 1 || shared.max_copies == 1
+    }
+
     /// The copies this call may start, once it began.
     #[inline]
     pub(crate) fn copies<Tm>(&self, shared: &Shared<Tm>) -> usize {

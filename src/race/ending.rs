@@ -262,8 +262,11 @@ impl<T, E> Race<T, E> {
             }
             _ => (Counter::Failures, false),
         };
-        let counters = [outcome, Counter::HedgeWins];
-        shared.counters.add(&counters[..1 + usize::from(hedge_win)]);
+        if hedge_win {
+            shared.counters.add(&[outcome, Counter::HedgeWins]);
+        } else {
+            shared.counters.add(&[outcome]);
+        }
     }
 
     /// The end of a call whose original won while it was the only copy started and the
