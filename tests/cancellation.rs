@@ -159,3 +159,58 @@ fn a_copy_whose_drop_panics_still_gives_back_every_slot_and_counts_the_cancel() 
     assert_eq!(budget.outstanding(), 0, "no slot leaks");
     assert_eq!(policy.stats().cancelled, 1);
 }
+
+#[test]
+fn dropping_a_call_whose_original_runs_alone_drops_it_and_counts_the_cancel() {
+    // Hedging off: the original runs with no race and no timer behind it.
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never()]);
+    let policy = policy(&timer, 2);
+    let mut call = Driver::new(backend.factory().hedged(&policy).max_copies(1));
+    assert_eq!(call.run_until(&timer, ms(50)), None);
+    assert_eq!(
+        timer.sleeps_created(),
+        1,
+        "the original's own sleep, and no hedge timer"
+    );
+    assert_eq!((backend.started(), backend.alive()), (1, 1));
+
+    drop(call);
+    assert_eq!(backend.alive(), 0);
+    assert_eq!(timer.live_sleeps(), 0);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.cancelled, stats.hedges), (1, 1, 0));
+}
+
+#[test]
+fn an_original_running_alone_whose_drop_panics_still_counts_the_cancel() {
+    let timer = ManualTimer::new();
+    let policy = policy(&timer, 1);
+    let factory = || NeverAnswers { panics: true };
+    let mut call = Driver::new(factory.hedged(&policy));
+    assert_eq!(call.run_until(&timer, ms(50)), None);
+
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(call)));
+    assert!(dropped.is_err(), "the copy's panic reaches the caller");
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.cancelled), (1, 1));
+}
+
+#[test]
+fn an_original_that_fails_after_running_alone_ends_the_call_with_its_error() {
+    // Its race is made only when it fails: the error is kept and returned, and the call
+    // counts as failed, with no hedge.
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::err(30, 7), Step::ok(1, 1)]);
+    let policy = policy(&timer, 2);
+    let mut call = Driver::new(backend.factory().hedged(&policy).max_copies(1));
+    assert_eq!(call.run(&timer), Err(7));
+    assert_eq!((backend.started(), backend.alive()), (1, 0));
+    assert_eq!(
+        timer.now(),
+        ms(30),
+        "no timer moved the clock past the answer"
+    );
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 0));
+}

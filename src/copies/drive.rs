@@ -117,7 +117,10 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                             None => sleep.set(Some(shared.timer.sleep_until(deadline, now))),
                         }
                     }
-                    let fired = sleep.as_mut().as_pin_mut().map_or(Poll::Ready(()), |s| s.poll(cx));
+                    let fired = sleep
+                        .as_mut()
+                        .as_pin_mut()
+                        .map_or(Poll::Ready(()), |s| s.poll(cx));
                     if fired.is_pending() {
                         return Poll::Pending;
                     }
@@ -128,7 +131,8 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     self.expire(race, now, attempt, deadlines, shared);
                 }
                 Next::Start(attempt) => {
-                    let launched = self.launch(race, attempt, contest, classify, shared, &mut clock, cx);
+                    let launched =
+                        self.launch(race, attempt, contest, classify, shared, &mut clock, cx);
                     if let Some(end) = launched {
                         return Poll::Ready(end);
                     }

@@ -151,7 +151,6 @@ struct Racing<C, S, T, E> {
     sleep: Option<S>,
 }
 
-
 /// The most copies a call starts: `PolicyBuilder::MAX_COPIES`.
 const MAX_COPIES: u8 = 64;
 
