@@ -296,16 +296,20 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         let Poll::Ready(end) = driven else {
             return Poll::Pending;
         };
-        let original_alive = copies.original_alive();
-        copies.clear();
-        race.conclude(shared, &end, original_alive);
+        copies.conclude::<Futures<'_, F>, _>(race, shared, &end);
         state.done();
-        Poll::Ready(match end {
-            End::Won { result, .. } | End::Failed(result) => result,
-            End::Empty => unreachable!("a future copy always ends with a result"),
-            #[cfg(feature = "std")]
-            End::Panicked(panic) => std::panic::resume_unwind(panic),
-        })
+        Poll::Ready(output(end))
+    }
+}
+
+/// What the call returns when its race ends: the winner's output, or the failure.
+#[inline(always)]
+fn output<T, E>(end: End<T, E>) -> Result<T, E> {
+    match end {
+        End::Won { result, .. } | End::Failed(result) => result,
+        End::Empty => unreachable!("a future copy always ends with a result"),
+        #[cfg(feature = "std")]
+        End::Panicked(panic) => std::panic::resume_unwind(panic),
     }
 }
 

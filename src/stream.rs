@@ -202,23 +202,19 @@ where
         let Poll::Ready(end) = driven else {
             return Poll::Pending;
         };
-        // Every copy but a winner is dropped before the race concludes.
-        let original_alive = copies.original_alive();
-        match &end {
-            End::Won { index, .. } => {
-                copies.clear_except(*index);
-                *this.committed = Some(*index);
-            }
-            _ => copies.clear(),
-        }
-        race.conclude(shared, &end, original_alive);
+        *this.committed = copies.conclude::<Streams<'_, F>, _>(race, shared, &end);
         state.done();
-        Poll::Ready(match end {
-            End::Won { result, .. } | End::Failed(result) => Some(result),
-            End::Empty => None,
-            #[cfg(feature = "std")]
-            End::Panicked(panic) => std::panic::resume_unwind(panic),
-        })
+        Poll::Ready(item(end))
+    }
+}
+
+/// What the stream yields when its race ends: the winner's first item, or the failure.
+fn item<T, E>(end: End<T, E>) -> Option<Result<T, E>> {
+    match end {
+        End::Won { result, .. } | End::Failed(result) => Some(result),
+        End::Empty => None,
+        #[cfg(feature = "std")]
+        End::Panicked(panic) => std::panic::resume_unwind(panic),
     }
 }
 

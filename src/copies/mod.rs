@@ -14,7 +14,7 @@ use pin_project::pin_project;
 
 use crate::attempt::{Attempt, Verdict};
 use crate::policy::{AsPolicy, Shared};
-use crate::race::{Cold, Finished, Phase, Race};
+use crate::race::{Cold, End, Finished, Phase, Race};
 use crate::timer::Timer;
 
 mod drive;
@@ -192,7 +192,9 @@ impl<C, S, T, E> State<C, S, T, E> {
     }
 
     /// Whether the original runs alone: hedging is off for the call, it has no timeouts,
-    /// and its original has not failed, so it has no race.
+    /// and its original has not failed, so it has no race. A race, once made, stays: a
+    /// cap that falls to 1 mid-race (a refusal, a declined copy) keeps its timer and its
+    /// clock, and the call ends through the race.
     #[inline]
     pub(crate) fn alone(&self) -> bool {
         self.racing.is_none()
@@ -357,9 +359,31 @@ impl<T> PinSlot<T> {
 }
 
 impl<C, S> Copies<'_, C, S> {
-    /// Whether the original is still in flight.
-    pub(crate) fn original_alive(&self) -> bool {
-        self.original.is_some()
+    /// Ends the race: drops every copy (but a winner that stays: see
+    /// [`Contest::KEEP_WINNER`]) and the timer, then records the call. Returns the
+    /// index of the copy that stays, if one does.
+    #[inline(always)]
+    pub(crate) fn conclude<K, Tm>(
+        &mut self,
+        race: &mut Race<K::Ok, K::Error>,
+        shared: &Shared<Tm>,
+        end: &End<K::Ok, K::Error>,
+    ) -> Option<usize>
+    where
+        K: Contest<Copy = C>,
+        Tm: Timer,
+    {
+        let original_alive = self.original.is_some();
+        let stays = match end {
+            End::Won { index, .. } if K::KEEP_WINNER => Some(*index),
+            _ => None,
+        };
+        match stays {
+            Some(winner) => self.clear_except(winner),
+            None => self.clear(),
+        }
+        race.conclude(shared, end, original_alive);
+        stays
     }
 
     /// Drops every copy and the timer.
@@ -373,7 +397,7 @@ impl<C, S> Copies<'_, C, S> {
     }
 
     /// Drops every copy but `winner`, and the timer.
-    pub(crate) fn clear_except(&mut self, winner: usize) {
+    fn clear_except(&mut self, winner: usize) {
         if winner != 0 {
             self.original.set(None);
         }
