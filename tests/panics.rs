@@ -187,6 +187,33 @@ fn when_every_copy_panics_the_lowest_index_panic_resumes_after_the_race() {
     assert_still_usable(&timer, &policy);
 }
 
+#[test]
+fn a_caught_panic_of_an_original_running_alone_resumes_and_counts_a_failure() {
+    // Hedging off: the original ran alone, with no race, until it panicked; the race
+    // made then keeps the panic and, with nothing else to return, resumes it.
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::panic(20), Step::ok(1, 1)]);
+    let policy = policy(&timer, 1, true);
+    quiet_expected_panics();
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+
+    let outcome = catch_unwind(AssertUnwindSafe(|| call.run(&timer)));
+
+    assert!(outcome.is_err(), "the panic resumes");
+    assert_eq!((backend.started(), backend.alive()), (1, 0));
+    assert!(futures::future::FusedFuture::is_terminated(&*call.future));
+    drop(call);
+    assert_eq!(
+        policy.stats(),
+        Stats {
+            calls: 1,
+            failures: 1,
+            ..Stats::default()
+        },
+        "counted once, as failed, and not cancelled by the drop"
+    );
+}
+
 // --- A panicking factory ----------------------------------------------------------------
 
 /// A factory that panics when asked for copy `panics_at` and defers to `backend` otherwise.
