@@ -291,15 +291,17 @@ impl<C, S, T, E> State<C, S, T, E> {
     pub(crate) fn clear(self: Pin<&mut Self>) {
         let this = self.project();
         let mut original = this.original.get();
-        original.set(None);
-        if let Some(racing) = this.racing.as_pin_mut() {
-            let racing = racing.project();
-            Copies {
-                original,
-                hedges: &mut racing.hedges.0,
-                sleep: racing.sleep,
+        match this.racing.as_pin_mut() {
+            Some(racing) => {
+                let racing = racing.project();
+                Copies {
+                    original,
+                    hedges: &mut racing.hedges.0,
+                    sleep: racing.sleep,
+                }
+                .clear();
             }
-            .clear();
+            None => original.set(None),
         }
     }
 }
