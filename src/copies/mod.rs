@@ -259,13 +259,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         let Some(racing) = racing.as_pin_mut() else {
             unreachable!("the race was just made");
         };
-        let racing = racing.project();
-        let copies = Copies {
-            original: this.original.get(),
-            hedges: &mut racing.hedges.0,
-            sleep: racing.sleep,
-        };
-        (racing.race, copies)
+        racing.split(this.original.get())
     }
 
     /// Copy `index`, if it is alive.
@@ -292,17 +286,25 @@ impl<C, S, T, E> State<C, S, T, E> {
         let this = self.project();
         let mut original = this.original.get();
         match this.racing.as_pin_mut() {
-            Some(racing) => {
-                let racing = racing.project();
-                Copies {
-                    original,
-                    hedges: &mut racing.hedges.0,
-                    sleep: racing.sleep,
-                }
-                .clear();
-            }
+            Some(racing) => racing.split(original).1.clear(),
             None => original.set(None),
         }
+    }
+}
+
+impl<C, S, T, E> Racing<C, S, T, E> {
+    /// The race, and the copies it holds with the call's `original`.
+    fn split<'a>(
+        self: Pin<&'a mut Self>,
+        original: Pin<&'a mut Option<C>>,
+    ) -> (&'a mut Race<T, E>, Copies<'a, C, S>) {
+        let racing = self.project();
+        let copies = Copies {
+            original,
+            hedges: &mut racing.hedges.0,
+            sleep: racing.sleep,
+        };
+        (racing.race, copies)
     }
 }
 
