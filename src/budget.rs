@@ -1,5 +1,6 @@
-//! [`Budget`]: bounds the extra copies of every policy sharing it, as a token bucket or as
-//! gRPC's retry throttling, with an optional cap on copies in flight and a floor per second.
+//! [`Budget`]: bounds the extra copies of every policy sharing it, as a token bucket whose
+//! savings follow the traffic or as gRPC's retry throttling, with an optional cap on copies
+//! in flight and a floor per second.
 
 use alloc::sync::Arc;
 use core::fmt;
@@ -8,8 +9,14 @@ use core::time::Duration;
 
 /// Token units per token: balances are kept in millionths, so deposits stay exact integers.
 const UNIT: u64 = 1_000_000;
-/// The default most tokens the bucket holds.
+/// The tokens a token bucket starts with, and the least it may save whatever the traffic.
 const DEFAULT_BURST: u64 = 10;
+/// A token bucket saves at most what the calls of this many nanoseconds earn (one second).
+const SAVINGS_WINDOW: u64 = 1_000_000_000;
+/// The slots the savings window is counted in.
+const SLOTS: usize = 8;
+/// One slot's length, in nanoseconds.
+const SLOT: u64 = SAVINGS_WINDOW / SLOTS as u64;
 /// `max_outstanding` when none is set.
 const UNCAPPED: u64 = u64::MAX;
 /// The range of [`Budget::throttling`]'s `max_tokens`, in units: gRPC's `(0, 1000]`, at
@@ -21,10 +28,12 @@ const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 ///
 /// Two kinds:
 ///
-/// - [`Budget::new(ratio)`](Budget::new), a token bucket: each call deposits `ratio`
-///   tokens, up to a [`burst`](Budget::burst); each copy beyond the first withdraws one,
-///   and without a token the copy is not started (the call goes on with the copies it
-///   has). Copies started at once after a failure draw from it too.
+/// - [`Budget::new(ratio)`](Budget::new), a token bucket: every call that ends without
+///   asking for a copy beyond its first earns `ratio` tokens; each copy beyond the first
+///   withdraws one, and without a token the copy is not started (the call goes on with the
+///   copies it has). Copies started at once after a failure draw from it too. What the
+///   bucket may save follows the traffic: one second of calls' worth (see
+///   [How it decides](Budget#how-it-decides)).
 /// - [`Budget::throttling(max_tokens, token_ratio)`](Budget::throttling), gRPC's retry
 ///   throttling: failures spend tokens, wins earn them back, and no copy beyond the first
 ///   starts while the tokens are at or below half of `max_tokens`.
@@ -42,25 +51,56 @@ const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 /// use std::time::Duration;
 /// use hedging::{Budget, Hedgeable, Policy};
 /// # futures::executor::block_on(async {
-/// // At most 5% extra copies over time, at most 20 in flight, across both policies.
-/// let budget = Budget::new(0.05).max_outstanding(20);
+/// // At most 10% extra copies over time, at most 20 in flight, across both policies.
+/// let budget = Budget::new(0.10).max_outstanding(20);
 /// let reads = Policy::builder().delay(Duration::from_millis(5)).budget(&budget).build();
 /// let lists = Policy::builder().delay(Duration::from_millis(50)).budget(&budget).build();
 ///
 /// let row: Result<u32, ()> = (|| async { Ok(1) }).hedged(&reads).await;
 /// assert_eq!(row, Ok(1));
-/// assert_eq!(budget.tokens(), 10.0); // the burst: nothing spent yet
+/// assert_eq!(budget.tokens(), 10.0); // what it starts with: nothing spent yet
 /// # let _ = lists;
 /// # });
 /// ```
+///
+/// # How it decides
+///
+/// A token bucket answers three questions, each with one atomic update:
+///
+/// - **What a call earns.** A call that ends without asking for a copy beyond its first
+///   earns `ratio` tokens; a call that asked (whether its copy started or was refused)
+///   earns nothing. The calls that needed no hedge pay for the ones that do, so extra
+///   copies stay at or below `ratio` of all calls over time, and in a brownout, where every
+///   call asks, the bucket earns nothing and soon refuses all but the
+///   [floor](Budget::min_per_second).
+/// - **What it may save.** At most what one second of calls earns: `ratio` × the calls
+///   that ended in the last second (counted in eighths of a second), and never less than
+///   10 tokens, which is also what it starts with. A cluster of slow calls (a replica's GC
+///   pause stalls everything queued on it at once) may so spend what the calls of the last
+///   second earned, however large the traffic, while no quiet hour can save up for a
+///   flood. An explicit [`burst`](Budget::burst) replaces this with a fixed cap.
+/// - **What a copy costs.** One token. A copy that finds less than a whole token is
+///   refused, unless the floor lets it through. Savings above what the last second's
+///   traffic may save have expired: when the traffic falls, the copy that asks next finds
+///   them trimmed.
+///
+/// So in normal operation, where calls ask for copies at a steady share below `ratio`, the
+/// bucket holds a second of savings and refuses almost nothing, even when the slow calls
+/// come together; in a brownout it spends at most about a second's savings, then holds
+/// the extra copies to what the calls that still answer in time earn. Give the ratio
+/// headroom over the share of calls your delay hedges: a delay at the p95 of latencies
+/// hedges about 5% of calls, and a 10% budget leaves it room for the clusters; a 5% one
+/// refuses whenever that share runs above its average.
 ///
 /// # When deposits land
 ///
 /// A call that needs no hedge does no work for a token bucket: a policy credits the calls
 /// that ended since its last credit (from its stats) when it next considers a hedge. For
-/// one policy this is exactly a deposit per call capped at the burst, made once the call
-/// ended; with several policies sharing a budget, a policy's deposits wait until it next
-/// considers a hedge.
+/// one policy this is exactly a deposit per earning call, capped at the savings, made
+/// once the call ended; with several policies sharing a budget, a policy's deposits wait
+/// until it next considers a hedge. Calls credited after a long quiet spell count toward
+/// the last second's traffic only in proportion (a minute's calls credited at once count
+/// as a sixtieth).
 #[derive(Clone)]
 pub struct Budget {
     inner: Arc<Inner>,
@@ -78,10 +118,13 @@ enum Kind {
 #[derive(Clone, Copy, Debug)]
 struct Config {
     kind: Kind,
-    /// Units deposited per call (a bucket) or per winning copy (throttling).
+    /// Units deposited per earning call (a bucket) or per winning copy (throttling).
     ratio_units: u64,
-    /// The most units held, and held at the start.
+    /// The units held at the start, and the most held: a fixed cap for throttling and an
+    /// explicit burst, else the least the savings cap falls to.
     max_units: u64,
+    /// Whether a bucket's savings follow the traffic (no explicit burst).
+    follows_traffic: bool,
     /// The most extra copies in flight, or [`UNCAPPED`].
     max_outstanding: u64,
     /// Extra copies per second let through whatever the tokens say; 0 for none.
@@ -91,6 +134,8 @@ struct Config {
 struct Inner {
     config: Config,
     balance: AtomicU64,
+    /// The calls credited in each slot of the last second, for the savings cap.
+    recent: Recent,
     outstanding: AtomicU64,
     /// [`Budget::min_per_second`]'s schedule (a generic cell rate algorithm): the
     /// theoretical time, in nanoseconds of the asking policy's clock, at which the floor
@@ -111,6 +156,7 @@ impl Budget {
             kind: Kind::Bucket,
             ratio_units: units(ratio),
             max_units: DEFAULT_BURST * UNIT,
+            follows_traffic: true,
             max_outstanding: UNCAPPED,
             min_per_second: 0,
         })
@@ -153,6 +199,7 @@ impl Budget {
             kind: Kind::Throttling,
             ratio_units,
             max_units,
+            follows_traffic: false,
             max_outstanding: UNCAPPED,
             min_per_second: 0,
         })
@@ -163,6 +210,7 @@ impl Budget {
             inner: Arc::new(Inner {
                 config,
                 balance: AtomicU64::new(config.max_units),
+                recent: Recent::new(),
                 outstanding: AtomicU64::new(0),
                 floor_at: AtomicU64::new(0),
             }),
@@ -176,12 +224,14 @@ impl Budget {
         Budget::with(config)
     }
 
-    /// The most tokens a token bucket holds, and holds at the start: how many extra
-    /// copies a quiet period can save up for a burst. Default 10.
+    /// A fixed cap on the tokens a token bucket holds, which it also starts with: how many
+    /// extra copies a quiet period can save up for a burst, whatever the traffic. Without
+    /// it the cap follows the traffic: a second of calls' earnings, at least 10 tokens
+    /// (see [How it decides](Budget#how-it-decides)).
     ///
-    /// Clamped to at least `1.0` (a copy needs a whole token); NaN counts as the default.
-    /// A throttling budget keeps its `max_tokens`: this changes nothing there. Returns a
-    /// new, full budget.
+    /// Clamped to at least `1.0` (a copy needs a whole token); NaN counts as 10. A
+    /// throttling budget keeps its `max_tokens`: this changes nothing there. Returns a new,
+    /// full budget.
     pub fn burst(self, tokens: f64) -> Self {
         let tokens = if tokens.is_nan() {
             DEFAULT_BURST as f64
@@ -191,6 +241,7 @@ impl Budget {
         self.reconfigured(|config| {
             if config.kind == Kind::Bucket {
                 config.max_units = units(tokens);
+                config.follows_traffic = false;
             }
         })
     }
@@ -224,14 +275,15 @@ impl Budget {
         self.reconfigured(|config| config.min_per_second = copies)
     }
 
-    /// The tokens each call deposits (a token bucket), or each winning copy earns back
-    /// (throttling), after clamping.
+    /// The tokens each call that asked for no extra copy deposits (a token bucket), or each
+    /// winning copy earns back (throttling), after clamping.
     pub fn ratio(&self) -> f64 {
         self.inner.config.ratio_units as f64 / UNIT as f64
     }
 
     /// The tokens now. For a token bucket, calls not yet credited are not included (see
-    /// [When deposits land](Budget#when-deposits-land)).
+    /// [When deposits land](Budget#when-deposits-land)), and savings above what the last
+    /// second's traffic may save are trimmed only when a copy next asks.
     pub fn tokens(&self) -> f64 {
         self.inner.balance.load(Relaxed) as f64 / UNIT as f64
     }
@@ -242,25 +294,57 @@ impl Budget {
         self.inner.outstanding.load(Relaxed) as usize
     }
 
+    /// Whether calls earn tokens: a token bucket.
+    pub(crate) fn counts_calls(&self) -> bool {
+        self.inner.config.kind == Kind::Bucket
+    }
+
     /// Whether winning and failing copies change the tokens: a throttling budget.
     pub(crate) fn counts_outcomes(&self) -> bool {
         self.inner.config.kind == Kind::Throttling
     }
 
-    /// Deposits `calls` calls' worth of tokens into a token bucket, capped at the burst.
-    pub(crate) fn deposit_calls(&self, calls: u64) {
-        let config = &self.inner.config;
-        if config.kind != Kind::Bucket {
+    /// Credits a token bucket with `ended` calls that ended at `now` since the policy's
+    /// last credit `gap` before, `earning` of which asked for no extra copy: they count
+    /// toward the last second's traffic (in proportion, after a gap of over a second), and
+    /// the earners deposit, up to what the bucket may save.
+    pub(crate) fn credit(&self, ended: u64, earning: u64, now: Duration, gap: Duration) {
+        let inner = &*self.inner;
+        if inner.config.kind != Kind::Bucket {
             return;
         }
-        self.deposit(calls.saturating_mul(config.ratio_units));
+        let now = nanos(now);
+        if inner.config.follows_traffic && ended > 0 {
+            let gap = nanos(gap);
+            let recent = if gap > SAVINGS_WINDOW {
+                (u128::from(ended) * u128::from(SAVINGS_WINDOW) / u128::from(gap)) as u64
+            } else {
+                ended
+            };
+            inner.recent.add(recent, now);
+        }
+        self.deposit(earning.saturating_mul(inner.config.ratio_units), now);
     }
 
-    fn deposit(&self, units: u64) {
-        let max = self.inner.config.max_units;
+    /// The most units the balance may reach at `now` (nanoseconds).
+    fn cap(&self, now: u64) -> u64 {
+        let config = &self.inner.config;
+        if !config.follows_traffic {
+            return config.max_units;
+        }
+        let earned = self
+            .inner
+            .recent
+            .sum(now)
+            .saturating_mul(config.ratio_units);
+        earned.max(config.max_units)
+    }
+
+    fn deposit(&self, units: u64, now: u64) {
         if units == 0 {
             return;
         }
+        let max = self.cap(now);
         let _ = self
             .inner
             .balance
@@ -271,7 +355,8 @@ impl Budget {
 
     /// A copy won: a throttling budget earns `token_ratio` back.
     pub(crate) fn copy_won(&self) {
-        self.deposit(self.inner.config.ratio_units);
+        // A throttling budget's cap is fixed: it reads no clock.
+        self.deposit(self.inner.config.ratio_units, 0);
     }
 
     /// A copy failed: a throttling budget spends a token (never below zero).
@@ -288,7 +373,7 @@ impl Budget {
     /// beyond the first (a bucket's token; throttling's tokens above half), or else a
     /// place under the floor at `now()`; takes nothing on refusal. `Ok(true)` when the
     /// copy holds a slot it must [`release`](Budget::release).
-    pub(crate) fn withdraw(&self, now: impl FnOnce() -> Duration) -> Result<bool, Refused> {
+    pub(crate) fn withdraw(&self, mut now: impl FnMut() -> Duration) -> Result<bool, Refused> {
         let inner = &*self.inner;
         let config = &inner.config;
         let capped = config.max_outstanding != UNCAPPED;
@@ -301,10 +386,16 @@ impl Budget {
                 .map_err(|_| Refused)?;
         }
         let admitted = match config.kind {
-            Kind::Bucket => inner
-                .balance
-                .fetch_update(Relaxed, Relaxed, |balance| balance.checked_sub(UNIT))
-                .is_ok(),
+            Kind::Bucket => {
+                // Savings above what the last second's traffic may save have expired.
+                let cap = self.cap(nanos(now()));
+                inner
+                    .balance
+                    .fetch_update(Relaxed, Relaxed, |balance| {
+                        balance.min(cap).checked_sub(UNIT)
+                    })
+                    .is_ok()
+            }
             Kind::Throttling => inner.balance.load(Relaxed) > config.max_units / 2,
         };
         if admitted || self.floor_admits(now) {
@@ -320,14 +411,14 @@ impl Budget {
     /// `now()`: each copy moves the floor's schedule on by `1 s / copies`, and a copy is
     /// let through while that schedule is at most one second ahead of now.
     #[cold]
-    fn floor_admits(&self, now: impl FnOnce() -> Duration) -> bool {
+    fn floor_admits(&self, mut now: impl FnMut() -> Duration) -> bool {
         let per_second = u64::from(self.inner.config.min_per_second);
         if per_second == 0 {
             return false;
         }
         const SECOND: u64 = 1_000_000_000;
         let interval = SECOND / per_second;
-        let now = u64::try_from(now().as_nanos()).unwrap_or(u64::MAX);
+        let now = nanos(now());
         self.inner
             .floor_at
             .fetch_update(Relaxed, Relaxed, |floor_at| {
@@ -340,6 +431,59 @@ impl Budget {
     /// Gives back `copies` slots of `max_outstanding`.
     pub(crate) fn release(&self, copies: usize) {
         self.inner.outstanding.fetch_sub(copies as u64, Relaxed);
+    }
+}
+
+/// `duration` in nanoseconds, saturating.
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The calls of the last second, in [`SLOTS`] slots: each holds the slot's number (its
+/// start over [`SLOT`], wrapping at 2³², every 17 years) in its high half and the calls
+/// counted in it, saturating, in its low half.
+struct Recent {
+    slots: [AtomicU64; SLOTS],
+}
+
+impl Recent {
+    fn new() -> Self {
+        Recent {
+            slots: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// The slot number of `now` (nanoseconds); the truncation to 32 bits is the wrap.
+    fn slot_of(now: u64) -> u32 {
+        (now / SLOT) as u32
+    }
+
+    /// Counts `calls` in the slot of `now`, starting the slot afresh if it last counted
+    /// an older one.
+    fn add(&self, calls: u64, now: u64) {
+        let slot = Self::slot_of(now);
+        let calls = u32::try_from(calls).unwrap_or(u32::MAX);
+        let cell = &self.slots[slot as usize % SLOTS];
+        let _ = cell.fetch_update(Relaxed, Relaxed, |packed| {
+            let (counted_in, counted) = ((packed >> 32) as u32, packed as u32);
+            let counted = if counted_in == slot {
+                counted.saturating_add(calls)
+            } else {
+                calls
+            };
+            Some(u64::from(slot) << 32 | u64::from(counted))
+        });
+    }
+
+    /// The calls counted in the slots of the last second up to `now`.
+    fn sum(&self, now: u64) -> u64 {
+        let slot = Self::slot_of(now);
+        self.slots
+            .iter()
+            .map(|cell| cell.load(Relaxed))
+            .filter(|packed| slot.wrapping_sub((packed >> 32) as u32) < SLOTS as u32)
+            .map(|packed| u64::from(packed as u32))
+            .sum()
     }
 }
 
@@ -358,6 +502,9 @@ impl fmt::Debug for Budget {
         let mut debug = f.debug_struct("Budget");
         let max = config.max_units as f64 / UNIT as f64;
         match config.kind {
+            Kind::Bucket if config.follows_traffic => debug
+                .field("ratio", &self.ratio())
+                .field("burst", &"a second of calls' earnings, at least 10"),
             Kind::Bucket => debug.field("ratio", &self.ratio()).field("burst", &max),
             Kind::Throttling => debug
                 .field("max_tokens", &max)

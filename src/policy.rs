@@ -54,17 +54,28 @@ pub(crate) struct Shared<T> {
     pub(crate) throttle: Option<Budget>,
 }
 
-/// A policy's link to its [`Budget`]: the calls it has credited so far.
+/// A policy's link to its [`Budget`]: its calls that asked for an extra copy, and what it
+/// has credited so far.
 pub(crate) struct PolicyBudget {
     pub(crate) budget: Budget,
+    /// Calls that asked the budget for a copy beyond their first: they earn nothing.
+    asked: AtomicU64,
+    /// The ended calls credited so far, ignoring resets.
     credited_calls: AtomicU64,
+    /// The most that ended calls less asking calls has been: what earned so far.
+    credited_earners: AtomicU64,
+    /// When the policy last credited, in nanoseconds of its clock.
+    credited_at: AtomicU64,
 }
 
 impl PolicyBudget {
     pub(crate) fn new(budget: Budget) -> Self {
         PolicyBudget {
             budget,
+            asked: AtomicU64::new(0),
             credited_calls: AtomicU64::new(0),
+            credited_earners: AtomicU64::new(0),
+            credited_at: AtomicU64::new(0),
         }
     }
 }
@@ -193,6 +204,11 @@ impl<T: Timer> AsPolicy for &Policy<T> {
     }
 }
 
+/// `duration` in nanoseconds, saturating.
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl<T> Shared<T> {
     /// Whether a call loses the hedge probability roll, and so runs one copy; a policy
     /// whose probability is 1 (or that never hedges) rolls nothing.
@@ -202,17 +218,33 @@ impl<T> Shared<T> {
     }
 
     /// Asks the budget, if any, for one copy beyond the first; `Ok(true)` when the copy
-    /// holds a `max_outstanding` slot.
+    /// holds a `max_outstanding` slot. `first_ask`: the call has not asked before, so it
+    /// stops earning.
     ///
-    /// Credits the calls made since the last credit first, so calls that never hedge cost
+    /// Credits the calls ended since the last credit first, so calls that never hedge cost
     /// the budget nothing on their own path.
-    pub(crate) fn admit_hedge(&self, now: impl FnOnce() -> Duration) -> Result<bool, Refused> {
+    pub(crate) fn admit_hedge(
+        &self,
+        first_ask: bool,
+        mut now: impl FnMut() -> Duration,
+    ) -> Result<bool, Refused> {
         let Some(linked) = &self.budget else {
             return Ok(false);
         };
-        let calls = self.counters.calls();
-        let credited = linked.credited_calls.fetch_max(calls, Relaxed);
-        linked.budget.deposit_calls(calls.saturating_sub(credited));
+        if linked.budget.counts_calls() {
+            // Read before the calls, so a call that asked and ended since is in both.
+            let asked = linked.asked.fetch_add(u64::from(first_ask), Relaxed);
+            let calls = self.counters.calls();
+            let ended = calls.saturating_sub(linked.credited_calls.fetch_max(calls, Relaxed));
+            let earners = calls.saturating_sub(asked);
+            let earning =
+                earners.saturating_sub(linked.credited_earners.fetch_max(earners, Relaxed));
+            let at = now();
+            let last = Duration::from_nanos(linked.credited_at.swap(nanos(at), Relaxed));
+            linked
+                .budget
+                .credit(ended, earning, at, at.saturating_sub(last));
+        }
         linked.budget.withdraw(now)
     }
 

@@ -1,4 +1,5 @@
-//! `Budget`: a shared token bucket bounds the extra copies, driven on `ManualTimer`.
+//! `Budget`: a shared token bucket bounds the extra copies, driven on `ManualTimer`: calls
+//! that need no copy earn, what it saves follows the traffic of the last second.
 
 mod common;
 
@@ -102,19 +103,117 @@ fn a_hedge_without_a_token_is_not_started() {
     assert_eq!(budget.tokens(), 0.0);
 }
 
+/// One call answered at once: it asks the budget nothing and earns.
+fn instant_call(policy: &Policy<ManualTimer>) {
+    let answer: Result<u8, ()> = futures::executor::block_on((|| async { Ok(0) }).hedged(policy));
+    assert_eq!(answer, Ok(0));
+}
+
 #[test]
-fn each_call_deposits_the_ratio() {
+fn each_call_that_needs_no_copy_deposits_the_ratio() {
     let timer = ManualTimer::new();
     let budget = Budget::new(0.5).burst(1.0);
     let policy = policy(&timer, &budget);
 
-    // Full at the start; then every second call earns a whole token.
-    let winners: Vec<_> = (0..6)
+    // Full at the start: the first slow call hedges.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    // Two calls answered at once earn a whole token between them...
+    instant_call(&policy);
+    instant_call(&policy);
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    // ...while slow calls, hedged or refused, earn nothing.
+    let winners: Vec<_> = (0..4)
         .map(|_| slow_call(&timer, &policy).unwrap())
         .collect();
-    assert_eq!(winners, [1, 0, 1, 0, 1, 0]);
+    assert_eq!(winners, [0, 0, 0, 0]);
     let stats = policy.stats();
-    assert_eq!((stats.calls, stats.hedges, stats.budget_denied), (6, 3, 3));
+    assert_eq!((stats.calls, stats.hedges, stats.budget_denied), (8, 2, 4));
+}
+
+/// Starts `count` calls whose originals and hedges take 100 ms, moves the clock 10 ms to
+/// their delay, when each asks the budget at the same instant, and keeps them alive.
+fn calls_past_the_delay<'p>(
+    timer: &ManualTimer,
+    policy: &'p Policy<ManualTimer>,
+    count: usize,
+) -> Vec<Driver<impl Future<Output = Result<usize, usize>> + 'p>> {
+    let mut calls: Vec<_> = (0..count)
+        .map(|_| Driver::new(factory(timer, ms(100), ms(100)).hedged(policy)))
+        .collect();
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    timer.advance(ms(10));
+    calls
+        .iter_mut()
+        .for_each(|call| assert!(call.poll().is_pending()));
+    calls
+}
+
+#[test]
+fn a_brownout_spends_the_savings_then_holds_to_the_floor() {
+    // Every call asks for a copy: nothing is earned, so after the 10 tokens the bucket
+    // starts with only the floor lets copies through, 2 a second.
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.1).min_per_second(2);
+    let policy = policy(&timer, &budget);
+    let mut alive = Vec::new();
+    alive.push(calls_past_the_delay(&timer, &policy, 10));
+    assert_eq!(policy.stats().hedges, 10);
+    for second in 1..=3 {
+        alive.push(calls_past_the_delay(&timer, &policy, 5));
+        assert_eq!(policy.stats().hedges, 10 + 2 * second, "second {second}");
+        timer.advance(Duration::from_secs(1));
+    }
+    assert_eq!(policy.stats().budget_denied, 3 * 3);
+    drop(alive);
+}
+
+#[test]
+fn the_savings_follow_the_traffic_of_the_last_second() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.1);
+    let policy = policy(&timer, &budget);
+    // A thousand calls within a second earn 100 tokens, and the bucket may save 100.
+    for _ in 0..1_000 {
+        instant_call(&policy);
+    }
+    let _calls = calls_past_the_delay(&timer, &policy, 150);
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.budget_denied), (100, 50));
+}
+
+#[test]
+fn a_quiet_spell_saves_no_more_than_a_second_of_its_calls() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.1);
+    let policy = policy(&timer, &budget);
+    // A thousand calls credited ten seconds later count as a tenth toward the last
+    // second's traffic: 100 calls may save 10 tokens, the least the bucket saves.
+    for _ in 0..1_000 {
+        instant_call(&policy);
+    }
+    timer.advance(Duration::from_secs(10));
+    let _calls = calls_past_the_delay(&timer, &policy, 23);
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.budget_denied), (10, 13));
+}
+
+#[test]
+fn savings_expire_when_the_traffic_falls() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.1);
+    let policy = policy(&timer, &budget);
+    for _ in 0..1_000 {
+        instant_call(&policy);
+    }
+    // One slow call credits the thousand: the bucket holds 100, spends one.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(budget.tokens(), 99.0);
+    // Two seconds later the last second saw no calls: the savings fall to the least kept.
+    timer.advance(Duration::from_secs(2));
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(budget.tokens(), 9.0);
 }
 
 #[test]
@@ -352,14 +451,33 @@ fn a_nan_ratio_is_clamped_to_zero() {
 }
 
 #[test]
-fn an_infinite_ratio_refills_on_every_call() {
+fn an_infinite_ratio_fills_the_bucket_on_every_earning_call() {
     let timer = ManualTimer::new();
     let budget = Budget::new(f64::INFINITY).burst(1.0);
     let policy = policy(&timer, &budget);
     for _ in 0..5 {
         assert_eq!(slow_call(&timer, &policy), Ok(1));
+        instant_call(&policy);
     }
-    assert_eq!(budget.tokens(), 0.0);
+    assert_eq!(
+        budget.tokens(),
+        0.0,
+        "the last call is credited at the next ask"
+    );
+}
+
+#[test]
+fn huge_calls_and_ratios_saturate_the_savings() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(f64::MAX);
+    let policy = policy(&timer, &budget);
+    for _ in 0..3 {
+        instant_call(&policy);
+    }
+    // Three calls earn u64::MAX units each; the bucket saturates and still counts.
+    let _calls = three_calls_past_the_delay(&timer, &policy, ms(100));
+    assert_eq!(policy.stats().hedges, 3);
+    assert!(budget.tokens() > 1e12, "{}", budget.tokens());
 }
 
 #[test]

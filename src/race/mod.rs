@@ -346,7 +346,9 @@ impl<T, E> Race<T, E> {
         shared: &Shared<Tm>,
         clock: &mut Clock<'_, Tm>,
     ) -> bool {
-        match shared.admit_hedge(|| clock.now()) {
+        // A call's first ask is for copy 1, refused or not before.
+        let first_ask = self.launched == 1 && self.refused == 0;
+        match shared.admit_hedge(first_ask, || clock.now()) {
             Ok(holds_slot) => {
                 self.slots |= u64::from(holds_slot) << self.launched;
                 true
