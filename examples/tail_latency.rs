@@ -1,5 +1,5 @@
 //! The tail-latency lab: what hedging does to p50/p99/p99.9 on four simulated workloads,
-//! with a fixed delay and an adaptive one, with and without a 5% budget, beside the ideal
+//! with a fixed delay and an adaptive one, with and without a 10% budget, beside the ideal
 //! model (the same samples, zero overhead); and on a fifth, a cluster of queueing
 //! replicas swept from 10% to 90% load, where extra copies are real load and tied
 //! requests join the rows.
@@ -49,10 +49,12 @@ fn main() {
     println!("{}", lab::queue_table(&queueing, &queueing.levels, false));
     let aborted = lab::run_aborted(queueing.p95);
     println!("{}", lab::queue_table(&queueing, &aborted, true));
+    let paused = lab::run_paused();
+    println!("{}", lab::queue_table(&paused, &paused.levels, false));
     println!("Acceptance:");
     let mut all_hold = true;
     let checks = reports.iter().map(|report| &report.checks);
-    for checks in checks.chain([&queueing.checks]) {
+    for checks in checks.chain([&queueing.checks, &paused.checks]) {
         print!("{}", lab::acceptance(checks));
         all_hold &= checks.iter().all(|check| check.holds);
     }

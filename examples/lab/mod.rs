@@ -30,8 +30,8 @@ pub use independent::{run, simulate, Kind, Report, Row, Workload};
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]
 pub use queueing::{
-    recommended, run_aborted, run_queueing, run_seeds, simulate_queue, unloaded_p95, Cluster,
-    Level, QueueReport, QueueRun, Scheme, SERVERS, TIE, UTILISATIONS,
+    recommended, run_aborted, run_paused, run_queueing, run_seeds, simulate_queue, unloaded_p95,
+    Cluster, Level, QueueReport, QueueRun, Scheme, Slowness, SERVERS, TIE, UTILISATIONS,
 };
 #[allow(unused_imports)]
 pub use report::{acceptance, table};
@@ -40,8 +40,9 @@ const MS: Duration = Duration::from_millis(1);
 
 /// Calls per second of virtual time, for every workload.
 pub const RATE: u64 = 4_000;
-/// The budget ratio of the budgeted rows.
-pub const BUDGET_RATIO: f64 = 0.05;
+/// The budget ratio of the budgeted rows: the README's recommendation, twice the share of
+/// calls a p95 delay hedges, so the clusters of slow calls have room.
+pub const BUDGET_RATIO: f64 = 0.10;
 /// The quantile the adaptive rows track.
 pub const QUANTILE: f64 = 0.95;
 /// The adaptive rows' window.
@@ -60,7 +61,7 @@ pub enum Delay {
     Adaptive(f64),
 }
 
-/// One row of a table: a delay, with or without the 5% budget.
+/// One row of a table: a delay, with or without the budget.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Config {
     pub delay: Delay,
@@ -120,6 +121,15 @@ impl Run {
 
     pub fn extra_ratio(&self) -> f64 {
         self.extra_copies as f64 / self.calls as f64
+    }
+
+    /// The share of extra copies of the calls that arrived from `from` to `until`.
+    pub fn extra_between(&self, from: Duration, until: Duration) -> f64 {
+        let seconds = from.as_secs() as usize..until.as_secs() as usize;
+        let (calls, extra) = self.per_second[seconds]
+            .iter()
+            .fold((0, 0), |(calls, extra), &(c, e)| (calls + c, extra + e));
+        extra as f64 / calls.max(1) as f64
     }
 
     /// The highest share of extra copies in any whole second from `from` to `until`.

@@ -3,16 +3,25 @@
 
 use std::fmt::Write as _;
 
-use super::queueing::{Level, QueueReport, QueueRun, Scheme, SERVERS, TIE};
+use super::queueing::{
+    Level, QueueReport, QueueRun, Scheme, Slowness, PAUSED_SERVERS, SERVERS, TIE,
+};
+use super::report::BUDGET_COST;
 use super::{ms_text, Check};
 
 /// The most a row that never makes the backend worse may add to unhedged p50 and p99.
 const NEVER_WORSE: f64 = 1.05;
-/// The least p99 cut that makes hedging worth it at light load.
-const WORTH_IT: f64 = 5.0;
+/// The least p99 cut, and p99.9 cut, that make hedging worth it at light load.
+const WORTH_IT: (f64, f64) = (5.0, 3.0);
 /// The loads "light" means.
 const LIGHT_LOAD: f64 = 0.3;
-/// The load the tied requests are judged at.
+/// The loads up to which a budget should cost no tail: normal operation.
+const NORMAL_LOAD: f64 = 0.5;
+/// The loads where queueing makes the tail, where the tied pairs are judged.
+pub const QUEUEING_LOADS: (f64, f64) = (0.7, 0.9);
+/// The most the tied pairs' p99 may be of the recommended row's there.
+const TIED_CUT: f64 = 0.85;
+/// The load the tied pairs' line seed by seed is drawn at (`--seeds`).
 pub const TIED_LOAD: f64 = 0.5;
 
 fn load_text(level: &Level) -> String {
@@ -23,23 +32,95 @@ fn ratio(run: &QueueRun, unhedged: &QueueRun, quantile: f64) -> f64 {
     run.percentile(quantile).as_secs_f64() / unhedged.percentile(quantile).as_secs_f64()
 }
 
-/// (e): the README's recommendation never worse than unhedged and worth it at light load;
-/// the fixed delay worse at some load; tied requests at 50% as good as any hedged row for
-/// less work.
+/// The workload's letter.
+fn key(report: &QueueReport) -> char {
+    match report.slowness {
+        Slowness::Independent => 'e',
+        Slowness::Correlated => 'f',
+    }
+}
+
+/// The level where `of` is the highest, and that highest value.
+fn highest(levels: &[Level], of: impl Fn(&Level) -> f64) -> (f64, &Level) {
+    levels
+        .iter()
+        .map(|level| (of(level), level))
+        .fold((f64::MIN, &levels[0]), |worst, next| {
+            if next.0 > worst.0 {
+                next
+            } else {
+                worst
+            }
+        })
+}
+
+/// (e) and (f): the README's recommendation never worse than unhedged, worth it at light
+/// load, and its budget costing no tail in normal operation; the fixed delay worse at some
+/// load; on (e), the tied pairs where queueing makes the tail.
 pub(super) fn check_queueing(report: &mut QueueReport) {
+    let key = key(report);
     let levels = &report.levels;
     let recommended = levels[0].recommended().scheme.label();
-    // The worst p50 and p99 of the recommendation against unhedged, over every load.
-    let worst = |quantile: f64| {
-        levels
+    let (p50, p50_at) = highest(levels, |level| {
+        ratio(level.recommended(), level.unhedged(), 0.5)
+    });
+    let (p99, p99_at) = highest(levels, |level| {
+        ratio(level.recommended(), level.unhedged(), 0.99)
+    });
+    let (p999, p999_at) = highest(levels, |level| {
+        ratio(level.recommended(), level.unhedged(), 0.999)
+    });
+    let mut checks = vec![Check {
+        claim: format!(
+            "({key}) {recommended}: p50 and p99 <= {NEVER_WORSE:.2}x unhedged at every load"
+        ),
+        measured: format!(
+            "worst p50 {p50:.3}x at {}, worst p99 {p99:.3}x at {}; worst p99.9 {p999:.3}x at {}",
+            load_text(p50_at),
+            load_text(p99_at),
+            load_text(p999_at)
+        ),
+        holds: p50 <= NEVER_WORSE && p99 <= NEVER_WORSE,
+    }];
+    let light: Vec<(f64, f64, &Level)> = levels
+        .iter()
+        .filter(|level| level.cluster.utilisation <= LIGHT_LOAD + 1e-9)
+        .map(|level| {
+            let cut = |q: f64| 1.0 / ratio(level.recommended(), level.unhedged(), q);
+            (cut(0.99), cut(0.999), level)
+        })
+        .collect();
+    checks.push(Check {
+        claim: format!(
+            "({key}) {recommended}: p99 >= {:.0}x and p99.9 >= {:.0}x lower than unhedged at <= {:.0}% load",
+            WORTH_IT.0,
+            WORTH_IT.1,
+            LIGHT_LOAD * 100.0
+        ),
+        measured: light
+            .iter()
+            .map(|(p99, p999, level)| format!("{p99:.1}x and {p999:.1}x at {}", load_text(level)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        holds: !light.is_empty()
+            && light
+                .iter()
+                .all(|(p99, p999, _)| *p99 >= WORTH_IT.0 && *p999 >= WORTH_IT.1),
+    });
+    let normal: Vec<&Level> = levels
+        .iter()
+        .filter(|level| level.cluster.utilisation <= NORMAL_LOAD + 1e-9)
+        .collect();
+    let cost = |quantile: f64| {
+        normal
             .iter()
             .map(|level| {
                 (
-                    ratio(level.recommended(), level.unhedged(), quantile),
-                    level,
+                    ratio(level.recommended(), level.unbudgeted(), quantile),
+                    *level,
                 )
             })
-            .fold((0.0, &levels[0]), |worst, next| {
+            .fold((f64::MIN, normal[0]), |worst, next| {
                 if next.0 > worst.0 {
                     next
                 } else {
@@ -47,64 +128,83 @@ pub(super) fn check_queueing(report: &mut QueueReport) {
                 }
             })
     };
-    let ((p50, p50_at), (p99, p99_at)) = (worst(0.5), worst(0.99));
-    let mut checks = vec![Check {
-        claim: format!(
-            "(e) {recommended}: p50 and p99 <= {NEVER_WORSE:.2}x unhedged at every load"
-        ),
-        measured: format!(
-            "worst p50 {p50:.3}x at {}, worst p99 {p99:.3}x at {}",
-            load_text(p50_at),
-            load_text(p99_at)
-        ),
-        holds: p50 <= NEVER_WORSE && p99 <= NEVER_WORSE,
-    }];
-    let light: Vec<(f64, &Level)> = levels
+    let ((p99, p99_at), (p999, p999_at)) = (cost(0.99), cost(0.999));
+    let refused: u64 = normal
         .iter()
-        .filter(|level| level.cluster.utilisation <= LIGHT_LOAD + 1e-9)
-        .map(|level| {
-            (
-                1.0 / ratio(level.recommended(), level.unhedged(), 0.99),
-                level,
-            )
-        })
-        .collect();
+        .map(|level| level.recommended().budget_denied)
+        .sum();
     checks.push(Check {
         claim: format!(
-            "(e) {recommended}: p99 >= {WORTH_IT:.0}x lower than unhedged at <= {:.0}% load",
-            LIGHT_LOAD * 100.0
+            "({key}) {recommended}: the budget costs no tail at <= {:.0}% load (p99 <= {:.1}x, p99.9 <= {:.1}x the same delay without it)",
+            NORMAL_LOAD * 100.0,
+            BUDGET_COST.0,
+            BUDGET_COST.1
         ),
-        measured: light
-            .iter()
-            .map(|(cut, level)| format!("{cut:.1}x at {}", load_text(level)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        holds: !light.is_empty() && light.iter().all(|(cut, _)| *cut >= WORTH_IT),
+        measured: format!(
+            "worst p99 {p99:.2}x at {}, worst p99.9 {p999:.2}x at {}; {refused} refused in all",
+            load_text(p99_at),
+            load_text(p999_at)
+        ),
+        holds: p99 <= BUDGET_COST.0 && p999 <= BUDGET_COST.1,
     });
     let fixed = levels[0].fixed().scheme.label();
-    let danger = levels
-        .iter()
-        .map(|level| (ratio(level.fixed(), level.unhedged(), 0.99), level))
-        .fold((0.0, &levels[0]), |worst, next| {
-            if next.0 > worst.0 {
-                next
-            } else {
-                worst
-            }
-        });
+    let (danger, at) = highest(levels, |level| ratio(level.fixed(), level.unhedged(), 0.99));
     checks.push(Check {
-        claim: format!("(e) {fixed}: p99 above unhedged at some load <= 90%"),
+        claim: format!("({key}) {fixed}: p99 above unhedged at some load <= 90%"),
         measured: format!(
-            "{} vs {} at {} ({:.2}x)",
-            ms_text(danger.1.fixed().percentile(0.99)),
-            ms_text(danger.1.unhedged().percentile(0.99)),
-            load_text(danger.1),
-            danger.0
+            "{} vs {} at {} ({danger:.2}x); p99.9 {} vs {}",
+            ms_text(at.fixed().percentile(0.99)),
+            ms_text(at.unhedged().percentile(0.99)),
+            load_text(at),
+            ms_text(at.fixed().percentile(0.999)),
+            ms_text(at.unhedged().percentile(0.999))
         ),
-        holds: danger.0 > 1.0,
+        holds: danger > 1.0,
     });
-    checks.push(check_tied(report));
+    if report.slowness == Slowness::Independent {
+        checks.push(check_tied(report));
+    }
     report.checks = checks;
+}
+
+/// (e) at 70-90% load, where a call's wait in a queue is much of its tail: the tied pairs'
+/// p99 at most [`TIED_CUT`] of the recommended row's at every such load.
+fn check_tied(report: &QueueReport) -> Check {
+    let (from, to) = QUEUEING_LOADS;
+    let busy: Vec<&Level> = report
+        .levels
+        .iter()
+        .filter(|level| (from - 1e-9..=to + 1e-9).contains(&level.cluster.utilisation))
+        .collect();
+    let cuts: Vec<(f64, &Level)> = busy
+        .iter()
+        .map(|level| (ratio(level.tied_pairs(), level.recommended(), 0.99), *level))
+        .collect();
+    Check {
+        claim: format!(
+            "(e) tied pairs at {:.0}-{:.0}% load: p99 <= {TIED_CUT:.2}x the recommended configuration's",
+            from * 100.0,
+            to * 100.0
+        ),
+        measured: cuts
+            .iter()
+            .map(|(cut, level)| {
+                let (pairs, recommended) = (level.tied_pairs(), level.recommended());
+                format!(
+                    "{}: {} vs {} ({cut:.2}x), p99.9 {} vs {}, {:+.2}% vs {:+.2}% extra service",
+                    load_text(level),
+                    ms_text(pairs.percentile(0.99)),
+                    ms_text(recommended.percentile(0.99)),
+                    ms_text(pairs.percentile(0.999)),
+                    ms_text(recommended.percentile(0.999)),
+                    pairs.extra_work * 100.0,
+                    recommended.extra_work * 100.0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        holds: !cuts.is_empty() && cuts.iter().all(|(cut, _)| *cut <= TIED_CUT),
+    }
 }
 
 /// The best tied row and the best hedged row that is not tied (the lowest p99 of each) at
@@ -124,33 +224,6 @@ pub fn tied_against_hedged(level: &Level) -> (&QueueRun, &QueueRun, bool) {
     let holds = tied.percentile(0.99) <= hedged.percentile(0.99)
         && tied.extra_seconds() < hedged.extra_seconds();
     (tied, hedged, holds)
-}
-
-/// (e) at 50%: the best tied row's p99 at or below the best hedged row's, for fewer extra
-/// service-seconds.
-fn check_tied(report: &QueueReport) -> Check {
-    let level = report
-        .levels
-        .iter()
-        .find(|level| (level.cluster.utilisation - TIED_LOAD).abs() < 1e-9)
-        .expect("the sweep includes 50%");
-    let (tied, hedged, holds) = tied_against_hedged(level);
-    Check {
-        claim: format!(
-            "(e) tied requests at {:.0}%: p99 at or below the best hedged row's, for fewer extra service-seconds",
-            TIED_LOAD * 100.0
-        ),
-        measured: format!(
-            "{}: {}, {:+.2} s; {}: {}, {:+.2} s",
-            tied.scheme.label(),
-            ms_text(tied.percentile(0.99)),
-            tied.extra_seconds(),
-            hedged.scheme.label(),
-            ms_text(hedged.percentile(0.99)),
-            hedged.extra_seconds()
-        ),
-        holds,
-    }
 }
 
 /// The tied-requests line at one load, seed by seed (`levels`, one per seed): which rows
@@ -228,7 +301,12 @@ pub fn tied_seed_table(levels: &[Level]) -> String {
 /// whose in-service losers are aborted.
 pub fn queue_table(report: &QueueReport, levels: &[Level], aborted: bool) -> String {
     let mut out = String::new();
-    if aborted {
+    if report.slowness == Slowness::Correlated {
+        let _ = writeln!(
+            out,
+            "(f) correlated slowness: {PAUSED_SERVERS} replicas, a FIFO queue and one worker each; each worker pauses 20-100 ms about every 2.5 s, stalling all it holds"
+        );
+    } else if aborted {
         let _ = writeln!(
             out,
             "(e) the same, with a loser in service aborted at once (cancellation reaches it)"

@@ -12,7 +12,7 @@ use hedging::{Attempt, Budget, Hedgeable, HedgeableStream, Policy};
 use super::engine::{self, Task};
 use super::queue_report::check_queueing;
 use super::servers::{serve, Farm, Reply, Request};
-use super::{nearest_rank, percentile, Check, MS, STALL_RATE};
+use super::{nearest_rank, percentile, Check, BUDGET_RATIO, MS, STALL_RATE};
 
 /// Replica servers behind the balancer.
 pub const SERVERS: usize = 10;
@@ -28,6 +28,27 @@ const SIGMA: f64 = 0.3;
 /// time, so the tie waits the services' resolution, one microsecond.
 pub const TIE: Duration = Duration::from_micros(1);
 
+/// Replicas of the correlated workload (f).
+pub const PAUSED_SERVERS: usize = 8;
+/// (f): the mean time a replica runs between two pauses.
+pub const PAUSE_EVERY: Duration = Duration::from_millis(2_500);
+/// (f): the shortest and longest pause, drawn uniformly.
+pub const PAUSE_LENGTH: (Duration, Duration) =
+    (Duration::from_millis(20), Duration::from_millis(100));
+
+/// Where a slow call comes from, and how the balancer picks a replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slowness {
+    /// (e): a service on its own is slow now and then (`STALL_RATE` of them hiccup); each
+    /// copy goes to the replica with the shortest queue.
+    Independent,
+    /// (f): a replica pauses now and then (a GC pause, a compaction), stalling the copy in
+    /// service and everything queued behind it, while arrivals keep queueing; services
+    /// never hiccup on their own, and the balancer, blind to queues, sends each copy to a
+    /// random replica the call has not tried.
+    Correlated,
+}
+
 /// The cluster and its traffic at one offered load.
 #[derive(Clone, Copy, Debug)]
 pub struct Cluster {
@@ -37,19 +58,44 @@ pub struct Cluster {
     /// The offered load, originals only: arrival rate × mean service time / servers.
     pub utilisation: f64,
     pub seed: u64,
+    pub servers: usize,
+    pub slowness: Slowness,
 }
 
 impl Cluster {
-    /// The lab's cluster at `utilisation`: 1 ms median service, 30 s of arrivals.
+    /// The lab's cluster (e) at `utilisation`: 1 ms median service, 30 s of arrivals.
     pub fn at(utilisation: f64) -> Cluster {
+        Cluster::new(utilisation, SERVERS, Slowness::Independent)
+    }
+
+    /// The correlated workload (f) at `utilisation`: 8 replicas that pause, 1 ms median
+    /// service, 30 s of arrivals.
+    pub fn paused_at(utilisation: f64) -> Cluster {
+        Cluster {
+            seed: 6,
+            ..Cluster::new(utilisation, PAUSED_SERVERS, Slowness::Correlated)
+        }
+    }
+
+    fn new(utilisation: f64, servers: usize, slowness: Slowness) -> Cluster {
         let mut cluster = Cluster {
             calls: 0,
             median: MS,
             utilisation,
             seed: 5,
+            servers,
+            slowness,
         };
         cluster.calls = (cluster.rate() * RUN.as_secs_f64()) as usize;
         cluster
+    }
+
+    /// The share of services that hiccup: none where the slowness is the replicas'.
+    fn hiccup_rate(&self) -> f64 {
+        match self.slowness {
+            Slowness::Independent => STALL_RATE,
+            Slowness::Correlated => 0.0,
+        }
     }
 
     /// The mean service time: the log-normal body's mean and the hiccups' (55× the
@@ -57,13 +103,40 @@ impl Cluster {
     pub fn mean_service(&self) -> Duration {
         let body = (SIGMA * SIGMA / 2.0).exp();
         let hiccup = (10.0 + 100.0) / 2.0;
+        let hiccups = self.hiccup_rate();
         self.median
-            .mul_f64((1.0 - STALL_RATE) * body + STALL_RATE * hiccup)
+            .mul_f64((1.0 - hiccups) * body + hiccups * hiccup)
     }
 
     /// Calls per second at the offered load.
     pub fn rate(&self) -> f64 {
-        self.utilisation * SERVERS as f64 / self.mean_service().as_secs_f64()
+        self.utilisation * self.servers as f64 / self.mean_service().as_secs_f64()
+    }
+
+    /// Server `server`'s pauses over the run and a little beyond, as (start, end), in
+    /// order: none for (e). Gaps between pauses are exponential around
+    /// [`PAUSE_EVERY`], lengths uniform over [`PAUSE_LENGTH`].
+    pub fn pauses(&self, server: usize) -> Vec<(Duration, Duration)> {
+        if self.slowness == Slowness::Independent {
+            return Vec::new();
+        }
+        let mut rng = self.rng(usize::MAX - 1 - server, usize::MAX);
+        let (shortest, longest) = PAUSE_LENGTH;
+        let until = RUN.as_secs_f64() * 2.0;
+        let mut now = 0.0;
+        let mut pauses = Vec::new();
+        loop {
+            now += -(1.0 - rng.f64()).ln() * PAUSE_EVERY.as_secs_f64();
+            if now > until {
+                return pauses;
+            }
+            let length = shortest.as_secs_f64()
+                + (longest.as_secs_f64() - shortest.as_secs_f64()) * rng.f64();
+            let start = Duration::from_micros((now * 1e6).round() as u64);
+            let end = start + Duration::from_micros((length * 1e6).round() as u64);
+            pauses.push((start, end));
+            now += length;
+        }
     }
 
     /// Every call's arrival: a Poisson stream at [`rate`](Cluster::rate).
@@ -91,7 +164,13 @@ impl Cluster {
     /// Where the balancer starts its scan for call `call`, so ties between equally loaded
     /// replicas go to a random one.
     pub(super) fn first_choice(&self, call: usize) -> usize {
-        self.rng(call, usize::MAX).usize(0..SERVERS)
+        self.rng(call, usize::MAX).usize(0..self.servers)
+    }
+
+    /// (f)'s blind balancer: a random replica for copy `copy` of `call`, drawn from those
+    /// the call has not tried.
+    pub(super) fn random_choice(&self, call: usize, copy: usize, untried: usize) -> usize {
+        self.rng(call, usize::MAX - 1 - copy).usize(0..untried)
     }
 
     /// The service time of copy `copy` of call `call`: a log-normal body (σ = 0.3) around
@@ -100,7 +179,7 @@ impl Cluster {
     pub fn service(&self, call: usize, copy: usize) -> Duration {
         let mut rng = self.rng(call, copy);
         let median = self.median.as_secs_f64();
-        let seconds = if rng.f64() < STALL_RATE {
+        let seconds = if rng.f64() < self.hiccup_rate() {
             median * (10.0 + 90.0 * rng.f64())
         } else {
             let (u1, u2) = (1.0 - rng.f64(), rng.f64());
@@ -147,7 +226,9 @@ impl Scheme {
             Scheme::Off => "no hedging".to_string(),
             Scheme::Fixed(delay) => format!("fixed {}", ms(*delay)),
             Scheme::Adaptive { budget: false } => "adaptive p95".to_string(),
-            Scheme::Adaptive { budget: true } => "adaptive p95 + 5% budget".to_string(),
+            Scheme::Adaptive { budget: true } => {
+                format!("adaptive p95 + {:.0}% budget", BUDGET_RATIO * 100.0)
+            }
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
             Scheme::TiedPair(_) => "tied pairs, adaptive p95 + budget".to_string(),
         }
@@ -183,7 +264,7 @@ impl Scheme {
 
 /// The configuration the README recommends for production, on `builder`'s timer: an
 /// adaptive p95 delay bounded to 2–200 ms (20 ms until 100 latencies are known) over the
-/// default 10 s window, and with `budget`, at most 5% extra copies and 50 in flight.
+/// default 10 s window, and with `budget`, at most 10% extra copies and 50 in flight.
 pub fn recommended<T: Timer>(builder: hedging::PolicyBuilder<T>, budget: bool) -> Policy<T> {
     let builder = builder
         .adaptive_delay(0.95)
@@ -192,7 +273,7 @@ pub fn recommended<T: Timer>(builder: hedging::PolicyBuilder<T>, budget: bool) -
         .delay(Duration::from_millis(20));
     if budget {
         builder
-            .budget(&Budget::new(0.05).max_outstanding(50))
+            .budget(&Budget::new(BUDGET_RATIO).max_outstanding(50))
             .build()
     } else {
         builder.build()
@@ -246,6 +327,7 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
     let horizon = *arrivals.last().expect("at least one call");
     let farm = Rc::new(RefCell::new(Farm::new(
         timer.clone(),
+        cluster,
         abort_in_service,
         horizon,
     )));
@@ -287,7 +369,7 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
             latencies.borrow_mut()[call] = timer.now() - arrived;
         })
     };
-    let servers = (0..SERVERS)
+    let servers = (0..cluster.servers)
         .map(|server| serve(Rc::clone(&farm), server))
         .collect();
     engine::drive(&timer, cluster.calls, |call| arrivals[call], spawn, servers);
@@ -354,11 +436,23 @@ impl Level {
     pub fn recommended(&self) -> &QueueRun {
         self.run(|scheme| *scheme == Scheme::Adaptive { budget: true })
     }
+
+    /// The recommendation's delay without its budget.
+    pub fn unbudgeted(&self) -> &QueueRun {
+        self.run(|scheme| *scheme == Scheme::Adaptive { budget: false })
+    }
+
+    /// The recommendation's copies, each a tied pair.
+    pub fn tied_pairs(&self) -> &QueueRun {
+        self.run(|scheme| matches!(scheme, Scheme::TiedPair(_)))
+    }
 }
 
-/// Workload (e): every row at every load, and the acceptance checks.
+/// Workload (e) or (f): every row at every load, and the acceptance checks.
 #[derive(Clone, Debug)]
 pub struct QueueReport {
+    /// Whether this is (e), services slow on their own, or (f), replicas that pause.
+    pub slowness: Slowness,
     /// The unloaded p95 of service: the fixed delay, and the tied rows' later second copy.
     pub p95: Duration,
     /// Per load, every row, in-service losers served to their end.
@@ -384,12 +478,26 @@ pub fn unloaded_p95() -> Duration {
     Cluster::at(UTILISATIONS[UTILISATIONS.len() - 1]).unloaded(0.95)
 }
 
-/// Runs every row at every load, in-service losers served to their end, and checks the
+/// Workload (e): every row at every load, in-service losers served to their end, and the
 /// acceptance lines.
 pub fn run_queueing() -> QueueReport {
-    let p95 = unloaded_p95();
-    let levels = sweep(&schemes(p95), false);
+    run_cluster(Cluster::at)
+}
+
+/// Workload (f), correlated slowness: every row at every load on replicas that pause,
+/// in-service losers served to their end, and the acceptance lines.
+pub fn run_paused() -> QueueReport {
+    run_cluster(Cluster::paused_at)
+}
+
+fn run_cluster(at: fn(f64) -> Cluster) -> QueueReport {
+    let clusters: Vec<Cluster> = UTILISATIONS.iter().map(|&load| at(load)).collect();
+    let busiest = clusters.last().expect("loads");
+    let p95 = busiest.unloaded(0.95);
+    let slowness = busiest.slowness;
+    let levels = run_levels(clusters, &schemes(p95), false);
     let mut report = QueueReport {
+        slowness,
         p95,
         levels,
         checks: Vec::new(),

@@ -1,6 +1,8 @@
-//! The replica servers of workload (e): each a FIFO queue in front of one worker, fed by
-//! the calls' copies. A copy dropped while queued leaves its queue; one dropped in
+//! The replica servers of workloads (e) and (f): each a FIFO queue in front of one worker,
+//! fed by the calls' copies. A copy dropped while queued leaves its queue; one dropped in
 //! service runs to its end for nobody, or stops at once if in-service losers are aborted.
+//! In (f) a worker pauses now and then: the copy in service stops until the pause ends,
+//! and nothing queued behind it starts.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -14,7 +16,7 @@ use futures::Stream;
 use hedging::timer::{ManualTimer, Timer};
 
 use super::engine::Task;
-use super::queueing::{Cluster, SERVERS};
+use super::queueing::{Cluster, Slowness};
 
 /// Where a copy is in its server's life.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,6 +48,8 @@ struct Job {
 
 #[derive(Default)]
 struct Server {
+    /// When the worker pauses, as (start, end), in order.
+    pauses: Vec<(Duration, Duration)>,
     queue: VecDeque<usize>,
     /// Copies queued or in service here, including losers served for nobody: the queue
     /// length the replica reports to the balancer.
@@ -69,10 +73,20 @@ pub(super) struct Farm {
 }
 
 impl Farm {
-    pub(super) fn new(timer: ManualTimer, abort_in_service: bool, horizon: Duration) -> Farm {
+    pub(super) fn new(
+        timer: ManualTimer,
+        cluster: &Cluster,
+        abort_in_service: bool,
+        horizon: Duration,
+    ) -> Farm {
         Farm {
             timer,
-            servers: (0..SERVERS).map(|_| Server::default()).collect(),
+            servers: (0..cluster.servers)
+                .map(|server| Server {
+                    pauses: cluster.pauses(server),
+                    ..Server::default()
+                })
+                .collect(),
             jobs: Vec::new(),
             abort_in_service,
             horizon,
@@ -81,13 +95,60 @@ impl Farm {
         }
     }
 
-    /// The replica with the shortest queue, skipping `tried`, scanning from `first`.
-    fn least_loaded(&self, tried: &[usize], first: usize) -> usize {
-        (0..SERVERS)
-            .map(|offset| (first + offset) % SERVERS)
-            .filter(|server| !tried.contains(server))
-            .min_by_key(|&server| self.servers[server].load)
-            .expect("fewer copies than servers")
+    /// The replica for copy `copy` of `call`, skipping `tried`: the one with the shortest
+    /// queue, scanning from a random first (e), or a random one (f).
+    fn choose(&self, cluster: &Cluster, call: usize, copy: usize, tried: &[usize]) -> usize {
+        let servers = self.servers.len();
+        let mut untried = (0..servers).filter(|server| !tried.contains(server));
+        match cluster.slowness {
+            Slowness::Independent => {
+                let first = cluster.first_choice(call);
+                (0..servers)
+                    .map(|offset| (first + offset) % servers)
+                    .filter(|server| !tried.contains(server))
+                    .min_by_key(|&server| self.servers[server].load)
+            }
+            Slowness::Correlated => {
+                let pick = cluster.random_choice(call, copy, servers - tried.len());
+                untried.nth(pick)
+            }
+        }
+        .expect("fewer copies than servers")
+    }
+
+    /// The end of the pause `server` is in at `at`, if it is in one.
+    fn paused_until(&self, server: usize, at: Duration) -> Option<Duration> {
+        let pauses = &self.servers[server].pauses;
+        let next = pauses.partition_point(|&(_, end)| end <= at);
+        pauses
+            .get(next)
+            .filter(|&&(start, _)| start <= at)
+            .map(|&(_, end)| end)
+    }
+
+    /// When `work` of service started at `from` on `server` is done, its pauses skipped.
+    fn done_at(&self, server: usize, from: Duration, work: Duration) -> Duration {
+        let (mut at, mut left) = (from, work);
+        let pauses = &self.servers[server].pauses;
+        for &(start, end) in &pauses[pauses.partition_point(|&(_, end)| end <= from)..] {
+            let start = start.max(at);
+            if start >= at + left {
+                break;
+            }
+            left -= start - at;
+            at = end;
+        }
+        at + left
+    }
+
+    /// The worker time `server` spent serving from `from` to `to`: its pauses left out.
+    fn worked(&self, server: usize, from: Duration, to: Duration) -> Duration {
+        let paused: Duration = self.servers[server]
+            .pauses
+            .iter()
+            .map(|&(start, end)| end.min(to).saturating_sub(start.max(from)))
+            .sum();
+        (to - from).saturating_sub(paused)
     }
 
     /// Queues a copy of `call` needing `service` at `server`.
@@ -110,9 +171,13 @@ impl Farm {
         job
     }
 
-    /// Starts the next copy still queued at `server`, or registers the server to be woken.
-    fn start_next(&mut self, server: usize, cx: &Context<'_>) -> Poll<usize> {
+    /// Starts the next copy still queued at `server`, or registers the server to be woken;
+    /// a paused server starts nothing until its pause ends.
+    fn start_next(&mut self, server: usize, cx: &Context<'_>) -> Poll<Result<usize, Duration>> {
         let now = self.timer.now();
+        if let Some(end) = self.paused_until(server, now) {
+            return Poll::Ready(Err(end));
+        }
         while let Some(job) = self.servers[server].queue.pop_front() {
             let job_state = &mut self.jobs[job];
             if job_state.stage == Stage::Queued {
@@ -121,21 +186,20 @@ impl Farm {
                 if let Some(waker) = job_state.waker.take() {
                     waker.wake();
                 }
-                return Poll::Ready(job);
+                return Poll::Ready(Ok(job));
             }
         }
         self.servers[server].waker = Some(cx.waker().clone());
         Poll::Pending
     }
 
-    /// Ends `job`'s time on its worker at `end`, counting it.
+    /// Ends `job`'s time on its worker at `end`, counting the work it was given.
     fn stop(&mut self, job: usize, end: Duration) {
         let (server, started) = (self.jobs[job].server, self.jobs[job].started);
         self.servers[server].load -= 1;
-        self.spent += end - started;
-        self.busy += end
-            .min(self.horizon)
-            .saturating_sub(started.min(self.horizon));
+        self.spent += self.worked(server, started, end);
+        let horizon = self.horizon;
+        self.busy += self.worked(server, started.min(horizon), end.min(horizon));
     }
 
     /// Ends `job`'s service.
@@ -158,11 +222,12 @@ impl Farm {
     pub(super) fn settle(&mut self) -> (f64, Duration) {
         for job in 0..self.jobs.len() {
             if matches!(self.jobs[job].stage, Stage::InService | Stage::Abandoned) {
-                let end = self.jobs[job].started + self.jobs[job].service;
+                let (server, started) = (self.jobs[job].server, self.jobs[job].started);
+                let end = self.done_at(server, started, self.jobs[job].service);
                 self.stop(job, end);
             }
         }
-        let capacity = self.horizon.as_secs_f64() * SERVERS as f64;
+        let capacity = self.horizon.as_secs_f64() * self.servers.len() as f64;
         (self.busy.as_secs_f64() / capacity, self.spent)
     }
 
@@ -203,13 +268,20 @@ impl Farm {
 /// One server: serves its queue in order, one copy at a time.
 pub(super) fn serve(farm: Rc<RefCell<Farm>>, server: usize) -> Task {
     Box::pin(async move {
+        let timer = farm.borrow().timer.clone();
         loop {
-            let job = poll_fn(|cx| farm.borrow_mut().start_next(server, cx)).await;
-            let (timer, service) = {
-                let farm = farm.borrow();
-                (farm.timer.clone(), farm.jobs[job].service)
+            let job = match poll_fn(|cx| farm.borrow_mut().start_next(server, cx)).await {
+                Ok(job) => job,
+                Err(pause_end) => {
+                    timer.sleep(pause_end - timer.now()).await;
+                    continue;
+                }
             };
-            let mut sleep = pin!(timer.sleep(service));
+            let done_at = {
+                let farm = farm.borrow();
+                farm.done_at(server, timer.now(), farm.jobs[job].service)
+            };
+            let mut sleep = pin!(timer.sleep(done_at - timer.now()));
             poll_fn(|cx| {
                 let mut farm = farm.borrow_mut();
                 if farm.jobs[job].stage == Stage::Aborted {
@@ -245,8 +317,8 @@ pub(super) enum Reply {
 }
 
 impl Request {
-    /// Sends copy `copy` of `call` to the least-loaded replica not in `tried`, and adds
-    /// that replica to `tried`.
+    /// Sends copy `copy` of `call` to a replica not in `tried`, as the cluster's balancer
+    /// picks it, and adds that replica to `tried`.
     pub(super) fn send(
         farm: &Rc<RefCell<Farm>>,
         cluster: &Cluster,
@@ -256,7 +328,7 @@ impl Request {
     ) -> Request {
         let mut shared = farm.borrow_mut();
         let mut tried = tried.borrow_mut();
-        let server = shared.least_loaded(&tried, cluster.first_choice(call));
+        let server = shared.choose(cluster, call, copy, &tried);
         tried.push(server);
         let job = shared.submit(call, server, cluster.service(call, copy));
         Request {
