@@ -5,10 +5,11 @@ mod common;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::{ms, Backend, CopyFuture, Driver, Step};
 use hedging::timer::ManualTimer;
-use hedging::{Attempt, Budget, Hedgeable, Policy};
+use hedging::{Attempt, Budget, Hedgeable, Policy, Verdict};
 
 struct Replica(&'static str);
 
@@ -90,6 +91,34 @@ fn a_declined_copy_with_nothing_in_flight_ends_with_the_lowest_failure() {
     assert_eq!(call.run(&timer), Err(7));
     assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(5))]);
     assert_eq!(timer.now(), ms(10));
+    assert_eq!(policy.stats().failures, 1);
+}
+
+#[test]
+fn a_pushback_on_the_last_copy_after_a_decline_ends_the_call_at_once() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::err(50, 7), Step::err(50, 8)]);
+    let policy = Policy::builder()
+        .max_copies(5)
+        .delay(ms(10))
+        .timer(timer.clone())
+        .build();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    // Copy 2 is declined at 20 ms: the pushbacks after it have no copy to hold.
+    let classify = |r: &Result<u32, u32>| match r {
+        Ok(_) => Verdict::Win,
+        Err(7) => Verdict::Stop,
+        Err(_) => Verdict::RetryAfter(Duration::from_secs(1000)),
+    };
+    let call = replicas(&backend, 2, &asked)
+        .hedged(&policy)
+        .classify(classify);
+    let mut call = Driver::new(call);
+
+    assert_eq!(call.run(&timer), Err(7));
+    assert_eq!(timer.now(), ms(60), "the last failure ends the call");
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+    assert_eq!(*asked.lock().unwrap(), vec![0, 1, 2]);
     assert_eq!(policy.stats().failures, 1);
 }
 

@@ -96,6 +96,20 @@ fn retry_after_with_no_copy_left_ends_like_retry() {
 }
 
 #[test]
+fn retry_after_on_the_last_copy_under_the_calls_own_cap_ends_at_once() {
+    let timer = ManualTimer::new();
+    // Copy 1 is pushed back at 15 ms, copy 0 at 20 ms: the call's cap of 2 is reached.
+    let backend = Backend::new(&timer, [Step::err(20, 429), Step::err(5, 429)]);
+    let policy = policy(&timer, 5, 10);
+    let call = backend.factory().hedged(&policy).classify(pushback);
+    let mut call = Driver::new(call.max_copies(2));
+
+    assert_eq!(call.run(&timer), Err(429));
+    assert_eq!(timer.now(), ms(20), "nothing to wait for");
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+}
+
+#[test]
 fn retry_after_beats_replace_failed() {
     let timer = ManualTimer::new();
     let backend = Backend::new(
