@@ -81,7 +81,8 @@ pub enum Verdict {
     /// copy's scheduled time and beats every early start (a failure with nothing in
     /// flight, [`replace_failed`](crate::PolicyBuilder::replace_failed)); later copies
     /// follow the schedule from there. `RetryAfter(Duration::ZERO)` starts the next copy
-    /// at once, even while others run. With no copies left it ends like `Retry`.
+    /// at once, even while others run. With no further copy to start (the cap reached, a
+    /// factory that declined) it ends like `Retry`: nothing is waited for.
     RetryAfter(Duration),
     /// This copy failed, and no further copy starts for this call; the copies in flight
     /// keep racing. If none is in flight, the call ends with the lowest-index failure.

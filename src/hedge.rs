@@ -128,7 +128,9 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
     /// Caps this call's copies below the policy's: at most `max_copies` start (never more
     /// than the policy allows). `max_copies(1)` sends the call once, unhedged, and arms no
     /// timer; it is still counted in the policy's stats. Clamped to `1..=64`; no effect
-    /// on a call already polled.
+    /// on a call already polled. A cap known before the call belongs here rather than in
+    /// a factory that declines later: a pushback on the last copy then ends the call at
+    /// once instead of being waited out.
     ///
     /// ```
     /// use hedging::{Hedgeable, Policy};

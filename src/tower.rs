@@ -29,9 +29,11 @@
 //! Requests are copied with [`Clone`] by default, or by a function given to
 //! [`HedgeLayer::clone_request`] that sees each copy's [`Attempt`] and may decline:
 //! `None` for the original sends the call's request once, unhedged; `None` for a hedge
-//! declines it and every later one. A call that may hedge keeps the request it was given
-//! and sends a copy of it as the original (tower services take requests by value), then
-//! one more copy per hedge; with `max_copies(1)` nothing is copied.
+//! declines it and every later one, learnt only when it is due (after any pushback), so
+//! a cap known in advance goes to [`HedgeLayer::max_copies`]. A call that may hedge
+//! keeps the request it was given and sends a copy of it as the original (tower services
+//! take requests by value), then one more copy per hedge; with `max_copies(1)` nothing is
+//! copied.
 
 use core::fmt;
 use core::future::Future;
@@ -45,6 +47,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::attempt::{Attempt, ByResult, Classify, When};
+use crate::builder::PolicyBuilder;
 use crate::factory::Factory;
 use crate::hedge::Hedge;
 use crate::policy::Policy;
@@ -105,6 +108,7 @@ pub struct HedgeLayer<T = DefaultTimer, R = ByClone, K = ByResult> {
     policy: Policy<T>,
     clone_request: R,
     classify: K,
+    max_copies: usize,
 }
 
 impl<T> HedgeLayer<T> {
@@ -115,6 +119,7 @@ impl<T> HedgeLayer<T> {
             policy,
             clone_request: ByClone,
             classify: ByResult,
+            max_copies: PolicyBuilder::<T>::MAX_COPIES,
         }
     }
 }
@@ -131,6 +136,7 @@ impl<T, R, K> HedgeLayer<T, R, K> {
             policy: self.policy,
             clone_request,
             classify: self.classify,
+            max_copies: self.max_copies,
         }
     }
 
@@ -151,6 +157,16 @@ impl<T, R, K> HedgeLayer<T, R, K> {
         self.with_classify(classify)
     }
 
+    /// Caps every call's copies below the policy's, as [`Hedge::max_copies`] caps one
+    /// call: for a service that takes at most `max_copies` copies of a request. A server's
+    /// pushback on the last of them ends the call at once with its failure, where a
+    /// `clone_request` declining the next copy would first wait the pushback out.
+    /// Clamped to `1..=64`; default 64, the policy's cap alone.
+    pub fn max_copies(mut self, max_copies: usize) -> Self {
+        self.max_copies = max_copies.clamp(1, PolicyBuilder::<T>::MAX_COPIES);
+        self
+    }
+
     /// The policy every wrapped service hedges by.
     pub fn policy(&self) -> &Policy<T> {
         &self.policy
@@ -161,6 +177,7 @@ impl<T, R, K> HedgeLayer<T, R, K> {
             policy: self.policy,
             clone_request: self.clone_request,
             classify,
+            max_copies: self.max_copies,
         }
     }
 }
@@ -174,6 +191,7 @@ impl<S, T, R: Clone, K: Clone> Layer<S> for HedgeLayer<T, R, K> {
             policy: self.policy.clone(),
             clone_request: self.clone_request.clone(),
             classify: self.classify.clone(),
+            max_copies: self.max_copies,
         }
     }
 }
@@ -184,6 +202,7 @@ impl<T, R: Clone, K: Clone> Clone for HedgeLayer<T, R, K> {
             policy: self.policy.clone(),
             clone_request: self.clone_request.clone(),
             classify: self.classify.clone(),
+            max_copies: self.max_copies,
         }
     }
 }
@@ -206,6 +225,7 @@ pub struct HedgeService<S, T = DefaultTimer, R = ByClone, K = ByResult> {
     policy: Policy<T>,
     clone_request: R,
     classify: K,
+    max_copies: usize,
 }
 
 impl<S, T> HedgeService<S, T> {
@@ -254,7 +274,7 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let max_copies = self.policy.max_copies();
+        let max_copies = self.policy.max_copies().min(self.max_copies);
         let first = (max_copies > 1)
             .then(|| {
                 let original = Attempt::new(0, max_copies, Duration::ZERO);
@@ -281,7 +301,7 @@ where
         };
         let hedge = Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone());
         ResponseFuture {
-            hedge: if unhedged { hedge.max_copies(1) } else { hedge },
+            hedge: hedge.max_copies(if unhedged { 1 } else { max_copies }),
         }
     }
 }
@@ -293,6 +313,7 @@ impl<S: Clone, T, R: Clone, K: Clone> Clone for HedgeService<S, T, R, K> {
             policy: self.policy.clone(),
             clone_request: self.clone_request.clone(),
             classify: self.classify.clone(),
+            max_copies: self.max_copies,
         }
     }
 }

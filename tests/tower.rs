@@ -229,6 +229,35 @@ fn clone_request_none_for_a_hedge_declines_it_and_every_later_one() {
 }
 
 #[test]
+fn max_copies_ends_a_call_pushed_back_on_its_last_copy_at_once() {
+    let timer = ManualTimer::new();
+    // Copy 1 is pushed back at 15 ms, copy 0 at 20 ms; copy 2 would be declined.
+    let backend = Backend::new(&timer, [Step::err(20, 7), Step::err(5, 8), Step::ok(1, 2)]);
+    let policy = policy(&timer, 5, 10);
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let mut service = HedgeLayer::new(policy.clone())
+        .clone_request(move |q: &Query, a: Attempt| {
+            seen.lock().unwrap().push((a.index(), a.max_copies()));
+            (a.index() < 2).then_some(Query(q.0))
+        })
+        .classify(|r: &Result<u32, u32>| match r {
+            Ok(_) => Verdict::Win,
+            Err(_) => Verdict::RetryAfter(std::time::Duration::from_secs(1000)),
+        })
+        .max_copies(2)
+        .layer(QueryService(Scripted::new(&backend)));
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(Query(4)));
+    assert_eq!(call.run(&timer), Err(7));
+    assert_eq!(timer.now(), ms(20), "no copy is left to hold");
+    assert_eq!(*asked.lock().unwrap(), vec![(0, 2), (1, 2)]);
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+    assert_eq!(policy.stats().failures, 1);
+}
+
+#[test]
 fn when_ends_the_race_on_a_fatal_error() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::err(5, 7), Step::ok(1, 1)]);
