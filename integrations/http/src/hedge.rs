@@ -195,14 +195,26 @@ where
             true => ReplayBody::read(body, max_replay_bytes),
             false => ReplayBody::once(body),
         });
+        let copies = Copies {
+            copy: copy_request::<B>,
+            max_copies: usize::MAX,
+        };
         start(
             &mut self.inner,
             &self.policy,
             self.classify.clone(),
-            copy_request::<B>,
+            copies,
             request,
         )
     }
+}
+
+/// How a layer copies its requests, and the most copies of one it sends.
+pub(crate) struct Copies<Req> {
+    pub(crate) copy: CopyRequest<Req>,
+    /// Told to the race, not left to `copy` to decline: the race then knows the last
+    /// copy, and a pushback on it ends the call at once.
+    pub(crate) max_copies: usize,
 }
 
 /// Sends `request` through the core's race: the instance of `inner` that `poll_ready`
@@ -211,7 +223,7 @@ pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,
     classify: K,
-    copy: CopyRequest<Request<ReplayBody<B>>>,
+    copies: Copies<Request<ReplayBody<B>>>,
     request: Request<ReplayBody<B>>,
 ) -> ResponseFuture<S, B, T, K>
 where
@@ -223,7 +235,7 @@ where
     let unready = inner.clone();
     let ready = mem::replace(inner, unready);
     ResponseFuture {
-        race: race_layer(policy, copy)
+        race: race_layer(policy, copies)
             .layer(Judge {
                 inner: ready,
                 classify,
@@ -232,15 +244,16 @@ where
     }
 }
 
-/// The core's tower layer as both layers here use it: requests copied by `copy`, verdicts
-/// read from what [`Judge`] attached.
+/// The core's tower layer as both layers here use it: requests copied as `copies` says,
+/// verdicts read from what [`Judge`] attached.
 pub(crate) fn race_layer<Req, R, E, T>(
     policy: &Policy<T>,
-    copy: CopyRequest<Req>,
+    copies: Copies<Req>,
 ) -> HedgeLayer<T, CopyRequest<Req>, ReadVerdict<R, E>> {
     HedgeLayer::new(policy.clone())
-        .clone_request(copy)
+        .clone_request(copies.copy)
         .classify(read_verdict::<R, E> as ReadVerdict<R, E>)
+        .max_copies(copies.max_copies)
 }
 
 /// How a layer copies a request for attempt `n`; `None` sends the request once.

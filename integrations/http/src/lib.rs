@@ -44,8 +44,10 @@
 //! copy that long; anything else wins ([`default_verdict`]). [`HttpHedgeLayer::classify`]
 //! replaces them. [`grpc::GrpcHedgeLayer`]: see [`grpc::GrpcVerdict`].
 //!
-//! A held copy (`Retry-After`, gRPC pushback) waits even when no other copy is in
-//! flight: bound the call with a timeout above the layer.
+//! A held copy (`Retry-After`, gRPC pushback) waits even when no other copy is in flight,
+//! as long as one more can be sent: bound the call with a timeout above the layer. When
+//! none can (the policy's `max_copies` or A6's cap of 5 reached, a request sent once), a
+//! pushback on the last copy in flight ends the call at once, as when every copy failed.
 //!
 //! # gRPC with tonic
 //!

@@ -406,6 +406,26 @@ async fn at_most_five_copies() {
     assert_eq!(policy.stats().hedges, 4);
 }
 
+#[tokio::test]
+async fn a_pushback_on_the_fifth_attempt_of_a_policy_above_the_cap_returns_at_once() {
+    let (server, channel) = server_and_channel().await;
+    // A6's cap, not the policy's 8, is the last copy: its pushback has nothing to hold.
+    let policy = policy(8, Duration::from_secs(30));
+    let layer = GrpcHedgeLayer::new(policy.clone()).all_methods();
+    let script = "status=14 | status=14 | status=14 | status=14 | status=14;pushback=2147483647";
+
+    let call = say(hedged(layer, &channel), request(script), SAY);
+    let status = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the call waited out a pushback no copy can follow")
+        .unwrap_err();
+
+    assert_eq!(status.code(), Code::Unavailable);
+    assert_eq!(attempts(&server.seen(script)), [0, 1, 2, 3, 4]);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.failures), (1, 4, 1));
+}
+
 /// Test-side reading of `grpc-timeout` (the crate's own is private).
 fn parse_grpc_timeout(value: &str) -> Duration {
     let (digits, unit) = value.split_at(value.len() - 1);

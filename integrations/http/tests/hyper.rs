@@ -351,6 +351,44 @@ async fn a_streaming_body_is_sent_once_with_every_byte() {
 }
 
 #[tokio::test]
+async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
+    let behavior: loopback::Behavior = Arc::new(|_, path| Answer {
+        status: match path {
+            "/busy-stream" => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::OK,
+        },
+        retry_after: (path == "/busy-stream").then_some("1000"),
+        ..Answer::default()
+    });
+    let (server, client) = server_and_client(behavior).await;
+    let policy = policy(3, Duration::from_secs(30));
+    let service = ServiceBuilder::new()
+        .layer(HttpHedgeLayer::new(policy.clone()))
+        .service(client);
+
+    // Pending when the call is made: the request cannot be copied, so nothing can
+    // follow the 503's Retry-After.
+    let (mut frames, receiver) = mpsc::channel::<Result<Frame<Bytes>, loopback::Error>>(4);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let _ = frames.send(Ok(Frame::data(Bytes::from("query")))).await;
+    });
+    let get = request(
+        Method::GET,
+        server.uri("/busy-stream"),
+        BodyExt::boxed(StreamBody::new(receiver)),
+    );
+    let (status, _, _) = tokio::time::timeout(Duration::from_secs(10), send(service, get))
+        .await
+        .expect("the call waited out a Retry-After no copy can follow");
+
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(server.seen("/busy-stream").len(), 1);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 0));
+}
+
+#[tokio::test]
 async fn a_body_over_the_cap_is_sent_once() {
     let (server, client) = server_and_client(first_of_each_path_stalls()).await;
     let layer = HttpHedgeLayer::new(policy(2, HEDGE_DELAY))

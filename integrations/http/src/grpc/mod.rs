@@ -14,7 +14,7 @@
 //! | commit on Response-Headers | a response without `grpc-status` in its headers wins; the loser copies are dropped (their streams reset) |
 //! | a non-fatal status starts the next copy at once | [`Verdict::RetryAfter(Duration::ZERO)`](hedging::Verdict::RetryAfter), even while other copies run |
 //! | a fatal status cancels the others | [`Verdict::Fatal`](hedging::Verdict::Fatal) |
-//! | `grpc-retry-pushback-ms` ≥ 0: the next copy after it | [`Verdict::RetryAfter`](hedging::Verdict::RetryAfter) |
+//! | `grpc-retry-pushback-ms` ≥ 0: the next copy after it | [`Verdict::RetryAfter`](hedging::Verdict::RetryAfter); on the last attempt the call may make (its `max_copies`, at most [`MAX_ATTEMPTS`]) the call ends at once |
 //! | pushback negative or malformed: no more copies | [`Verdict::Stop`](hedging::Verdict::Stop); copies in flight go on |
 //! | `grpc-previous-rpc-attempts` on every copy after the first | yes |
 //! | the call's deadline spans every attempt | each copy's `grpc-timeout` is what is left of the call's; no copy starts once it has run out |
@@ -66,13 +66,14 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
-use crate::hedge::{copy_request, start};
+use crate::hedge::{copy_request, start, Copies};
 use crate::NoHedge;
 
 use self::methods::Methods;
 pub use self::status::GrpcVerdict;
 
-/// A6's client-side cap on attempts: the original and at most four hedges.
+/// A6's client-side cap on attempts: the original and at most four hedges. The race is
+/// told it, so a pushback on the last attempt ends the call at once.
 pub const MAX_ATTEMPTS: usize = 5;
 
 const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
@@ -272,26 +273,28 @@ where
                 request.extensions_mut().insert(CallTimeout(timeout));
             }
         }
+        let copies = Copies {
+            copy: copy_grpc_request::<B>,
+            max_copies: MAX_ATTEMPTS,
+        };
         start(
             &mut self.inner,
             &self.policy,
             self.verdict.clone(),
-            copy_grpc_request::<B>,
+            copies,
             request,
         )
     }
 }
 
 /// Copy `attempt` of a gRPC call: the request again, telling the server how many copies
-/// came before it and how much of the call's timeout is left. `None` past A6's cap of 5
-/// attempts, once the call's timeout has run out, or for a body sent once.
+/// came before it and how much of the call's timeout is left. `None` once the call's
+/// timeout has run out, or for a body sent once. A6's cap of 5 attempts is the race's to
+/// keep (see `Copies::max_copies`).
 fn copy_grpc_request<B: Body>(
     request: &Request<ReplayBody<B>>,
     attempt: Attempt,
 ) -> Option<Request<ReplayBody<B>>> {
-    if attempt.index() >= MAX_ATTEMPTS {
-        return None;
-    }
     let mut copy = copy_request(request, attempt)?;
     if attempt.is_hedge() {
         let headers = copy.headers_mut();
