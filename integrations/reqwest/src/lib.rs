@@ -28,6 +28,10 @@
 //! - Not a request whose body cannot be copied (`Body::wrap_stream`): it is sent once,
 //!   and counted in the policy's stats as a call that never hedged.
 //!
+//! A `Retry-After` holds the next copy only while one can still be sent: on the last
+//! copy a call may send (the policy's `max_copies`, or the only copy of a request that
+//! cannot be copied) it ends the call at once, as when every copy failed.
+//!
 //! Which answers win and which start the next copy: [`DefaultClassify`] (502, 503 and
 //! 504, connect and timeout errors retry; `Retry-After` on 429 and 503 holds the next
 //! copy), replaced by [`HedgeMiddleware::classify`].

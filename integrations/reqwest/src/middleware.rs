@@ -49,7 +49,8 @@ pub struct NoHedge;
 /// GET, HEAD and OPTIONS by default ([`methods`](Self::methods) replaces the list), and
 /// not those carrying [`NoHedge`]. Requests of other methods pass through, uncounted. A
 /// request of a hedged method whose body cannot be copied (a stream) is sent once,
-/// unhedged, and counted in the policy's stats.
+/// unhedged, and counted in the policy's stats; a `Retry-After` on its answer returns
+/// that answer at once, as no copy can follow it.
 ///
 /// # Copies
 ///
@@ -135,6 +136,9 @@ where
         }
         // `None` for a streaming body: the original goes alone, and no copy follows it.
         let template = request.try_clone();
+        // Told to the race, not found out when a copy is due: a pushback on the only
+        // copy then ends the call at once.
+        let max_copies = if template.is_some() { usize::MAX } else { 1 };
         let mut original = Some(request);
         let caller_extensions = extensions.clone();
         let answer = (|_: Attempt| {
@@ -153,6 +157,7 @@ where
             })
         })
         .hedged(&self.policy)
+        .max_copies(max_copies)
         .classify(|answer: &Result<Answer, Infallible>| match answer {
             Ok(answer) => self.classify.verdict(&answer.result),
             Err(never) => match *never {},

@@ -15,7 +15,7 @@ use hedging::{Policy, Stats, Verdict};
 use http::Extensions;
 use loopback::Server;
 use reqwest::{Method, Request, Response, StatusCode};
-use reqwest_hedging::{ClassifyResponse, HedgeMiddleware, NoHedge};
+use reqwest_hedging::{ClassifyResponse, DefaultClassify, HedgeMiddleware, NoHedge};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
 const STALL: Duration = Duration::from_millis(200);
@@ -140,6 +140,36 @@ async fn a_streaming_body_is_sent_once_and_counted() {
             ..Stats::default()
         }
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
+    let server = Server::start(STALL, None).await.unwrap();
+    let policy = policy();
+    // A pushback far beyond the bound below, and a classifier that would wait it out.
+    let patient = DefaultClassify::new().max_retry_after(Duration::from_secs(1000));
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(HedgeMiddleware::new(policy.clone()).classify(patient))
+        .build();
+
+    let chunks = stream::iter(["st", "re", "am"].map(Ok::<_, std::io::Error>));
+    let request = client
+        .get(server.url("/unavailable/stream"))
+        .header("x-retry-after", "1000")
+        .body(reqwest::Body::wrap_stream(chunks));
+    let answer = tokio::time::timeout(Duration::from_secs(10), request.send())
+        .await
+        .expect("the call waited out a Retry-After no copy can follow");
+    let (status, _) = text(answer).await;
+
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the 503 is the answer"
+    );
+    assert_eq!(server.arrivals("/unavailable/stream").len(), 1);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
