@@ -52,7 +52,9 @@
 //! (`NotSupported`, `NotImplemented`, `UnknownConfigurationKey`, `AlreadyExists`). Any
 //! other error (a `Generic` transport or server error, an error in the body) fails that
 //! copy only: the race goes on, and if every copy fails the first copy's error is
-//! returned.
+//! returned. A server's pushback (a 503 with `Retry-After`) is such an error: no copy is
+//! held for it, so the next copy starts at once if one may, and on the last copy the
+//! read ends at once.
 //!
 //! # One policy per kind of read
 //!

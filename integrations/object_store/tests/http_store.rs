@@ -152,3 +152,28 @@ async fn http_not_found_is_not_hedged() {
         }
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_a_retry_after_on_the_last_copy_returns_at_once() {
+    let server = ObjectServer::start(HashMap::new(), StallWhen::Never, StallWhere::Answer, STALL)
+        .await
+        .unwrap();
+    // A delay no test waits out: only the failures start the copies.
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(Duration::from_secs(30))
+        .timer(TokioTimer::new())
+        .build();
+    let store = HedgedStore::new(server.store().unwrap(), policy);
+
+    // Every copy is a 503 with `Retry-After: 1000`: a failure, and the third is the last.
+    let path = Path::from("unavailable/a.bin");
+    let read = tokio::time::timeout(Duration::from_secs(10), store.get_range(&path, 0..10))
+        .await
+        .expect("the read waited out a Retry-After no copy can follow");
+
+    assert!(read.is_err(), "the first copy's error is returned");
+    assert_eq!(server.requests_to("unavailable/a.bin"), 3);
+    let stats = store.policy().stats();
+    assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 2));
+}

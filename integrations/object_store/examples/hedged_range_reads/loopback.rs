@@ -1,6 +1,7 @@
 //! A loopback HTTP object server that `object_store::http::HttpStore` can read (GET with
-//! byte ranges, HEAD), stalling chosen requests, and the latency summary the example
-//! prints. Shared by `examples/hedged_range_reads` and `tests/http_store.rs`.
+//! byte ranges, HEAD), stalling chosen requests, answering every read under
+//! `unavailable/` with a 503 and a long `Retry-After`, and the latency summary the
+//! example prints. Shared by `examples/hedged_range_reads` and `tests/http_store.rs`.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -14,7 +15,7 @@ use bytes::Bytes;
 use futures::stream::{self, StreamExt};
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{CONTENT_LENGTH, CONTENT_RANGE, RANGE};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, RANGE, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -157,12 +158,19 @@ impl ObjectServer {
     }
 }
 
-/// Answers a GET (whole or one byte range) or a HEAD for `object`.
+/// Answers a GET (whole or one byte range) or a HEAD for `object`; any read under
+/// `unavailable/` gets a 503 with `Retry-After: 1000`.
 fn respond(
     request: &Request<Incoming>,
     object: Option<Bytes>,
     body_stall: Option<Duration>,
 ) -> Response<Body> {
+    if request.uri().path().starts_with("/unavailable/") {
+        let mut response = status(StatusCode::SERVICE_UNAVAILABLE);
+        let pushback = HeaderValue::from_static("1000");
+        response.headers_mut().insert(RETRY_AFTER, pushback);
+        return response;
+    }
     let Some(object) = object else {
         return status(StatusCode::NOT_FOUND);
     };
