@@ -320,13 +320,17 @@ pub fn queue_table(report: &QueueReport, levels: &[Level], aborted: bool) -> Str
     let calls: Vec<usize> = levels.iter().map(|level| level.cluster.calls).collect();
     let _ = writeln!(
         out,
-        "30 s of Poisson arrivals per load ({} to {} calls); each copy to the replica with the shortest queue, at most two per call (two pairs for the tied pairs)",
+        "30 s of Poisson arrivals per load ({} to {} calls); each copy to {}, at most two per call (two pairs for the tied pairs)",
         calls.iter().min().unwrap_or(&0),
         calls.iter().max().unwrap_or(&0),
+        match report.slowness {
+            Slowness::Independent => "the replica with the shortest queue",
+            Slowness::Correlated => "a random replica the call has not tried",
+        }
     );
     let _ = writeln!(
         out,
-        "fixed delay and tied second copy at the unloaded p95, {}; adaptive rows as the README recommends (p95, 2-200 ms, 10 s window; budget 5%, 50 in flight)",
+        "fixed delay and tied second copy at the unloaded p95, {}; adaptive rows as the README recommends (p95, 2-200 ms, 10 s window; budget 10%, 50 in flight)",
         ms_text(report.p95)
     );
     let _ = writeln!(
