@@ -52,7 +52,8 @@ pub(crate) fn won(policy: Option<&'static str>, copy: usize, launched: usize) {
 }
 
 /// The hedging budget refused to start copy `copy` of a call that may start
-/// `max_copies`; the call goes on with the copies it has.
+/// `max_copies`; the call goes on with the copies it has. Once per refused copy, however
+/// often it asked, as [`Stats::budget_denied`](crate::Stats::budget_denied) counts.
 #[inline]
 pub(crate) fn budget_refused(policy: Option<&'static str>, copy: usize, max_copies: usize) {
     #[cfg(feature = "tracing")]

@@ -163,3 +163,91 @@ fn budget_refusal_is_reported_with_the_refused_copy() {
     let events = recorder.0.lock().unwrap().clone();
     assert_eq!(events, ["hedge refused by budget copy=1 max_copies=2"]);
 }
+
+/// How many `hedge refused by budget` events `events` holds.
+fn refusals(events: &[String]) -> u64 {
+    let refused = events
+        .iter()
+        .filter(|event| event.starts_with("hedge refused by budget"));
+    refused.count() as u64
+}
+
+#[test]
+fn a_copy_refused_twice_is_reported_once() {
+    let recorder = Recorder::default();
+    let timer = ManualTimer::new();
+    let budget = hedging::Budget::new(1.0).max_outstanding(1);
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(ms(10))
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    let (output, denied) = tracing::subscriber::with_default(recorder.clone(), || {
+        // Another call's hedge holds the budget's one slot for the whole test.
+        let holder_policy = Policy::builder()
+            .max_copies(2)
+            .parallel()
+            .budget(&budget)
+            .timer(timer.clone())
+            .build();
+        let never = Backend::new(&timer, [Step::never(), Step::never()]);
+        let mut holder = Driver::new(never.factory().hedged(&holder_policy));
+        let _ = holder.poll();
+        recorder.0.lock().unwrap().clear();
+
+        // The hedge is refused when due at 10 ms, and again when the original fails at 20.
+        let backend = Backend::new(&timer, [Step::err(20, 0), Step::ok(1, 1)]);
+        let mut call = Driver::new(backend.factory().hedged(&policy));
+        let output = call.run(&timer);
+        drop(holder);
+        (output, policy.stats().budget_denied)
+    });
+    assert_eq!(output, Err(0), "the hedge never went out");
+    let events = recorder.0.lock().unwrap().clone();
+    assert_eq!(denied, 1, "one copy was refused");
+    assert_eq!(refusals(&events), denied, "{events:?}");
+    assert_eq!(
+        events,
+        [
+            "hedge refused by budget copy=1 max_copies=2",
+            "copy failed copy=0 panicked=false",
+        ]
+    );
+}
+
+#[test]
+fn refusal_events_agree_with_budget_denied() {
+    let recorder = Recorder::default();
+    let mut rng = fastrand::Rng::with_seed(19);
+    let timer = ManualTimer::new();
+    // A tight budget, so that many hedges are refused, some of them twice.
+    let budget = hedging::Budget::new(0.1).burst(2.0);
+    let policy = Policy::builder()
+        .max_copies(4)
+        .delay(ms(10))
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        for _ in 0..3_000 {
+            let steps: Vec<Step> = (0..4)
+                .map(|copy| match rng.u8(0..3) {
+                    0 => Step::ok(rng.u64(1..40), copy),
+                    _ => Step::err(rng.u64(1..40), copy),
+                })
+                .collect();
+            let backend = Backend::new(&timer, steps);
+            let max_copies = rng.usize(2..=4);
+            let call = backend.factory().hedged(&policy).max_copies(max_copies);
+            let _ = Driver::new(call).run(&timer);
+        }
+    });
+    let events = recorder.0.lock().unwrap().clone();
+    let denied = policy.stats().budget_denied;
+    assert!(
+        denied > 100,
+        "the budget refused too little to tell: {denied}"
+    );
+    assert_eq!(refusals(&events), denied, "one event per refused copy");
+}

@@ -362,12 +362,12 @@ impl<T, E> Race<T, E> {
 
     #[cold]
     fn refuse<Tm>(&mut self, shared: &Shared<Tm>) {
-        // Refused again after a failure, the same copy is not counted twice.
+        // Refused again after a failure, the same copy is not counted or reported twice.
         if self.refused != self.launched + 1 {
             self.refused = self.launched + 1;
             shared.budget_refused();
+            crate::trace::budget_refused(shared.name, self.launched.into(), self.max_copies.into());
         }
-        crate::trace::budget_refused(shared.name, self.launched.into(), self.max_copies.into());
         match self.reason {
             // No timed copy until another starts (a failure may still ask for this one).
             Reason::Due => {
