@@ -54,6 +54,11 @@ impl Attempt {
     ///
     /// Zero for the original. The call's clock starts when the original's first poll
     /// returns `Pending`: a copy that answers at once never needs the time.
+    ///
+    /// It never decreases from one copy of a call to the next, whatever the timer does:
+    /// if the clock went back, or a sleep fired before its deadline (a copy the timer
+    /// starts then is taken to start at its due time), a copy is said to start when the
+    /// copy before it did.
     pub const fn elapsed(&self) -> Duration {
         self.elapsed
     }

@@ -327,6 +327,104 @@ fn attempt_elapsed_is_when_the_copy_really_started() {
     );
 }
 
+/// `ManualTimer` misused, as the crate promises to survive: with `early`, every sleep
+/// fires at half its duration; the clock reads `behind` less than `ManualTimer`'s.
+#[derive(Clone)]
+struct Unruly {
+    inner: ManualTimer,
+    early: bool,
+    behind: Arc<Mutex<Duration>>,
+}
+
+impl Unruly {
+    fn shortened(&self, after: Duration) -> Duration {
+        if self.early {
+            after / 2
+        } else {
+            after
+        }
+    }
+}
+
+impl Timer for Unruly {
+    type Sleep = hedging::timer::ManualSleep;
+
+    fn now(&self) -> Duration {
+        self.inner
+            .now()
+            .saturating_sub(*self.behind.lock().unwrap())
+    }
+
+    fn sleep(&self, after: Duration) -> Self::Sleep {
+        self.inner.sleep(self.shortened(after))
+    }
+
+    fn reset(&self, sleep: std::pin::Pin<&mut Self::Sleep>, after: Duration) {
+        self.inner.reset(sleep, self.shortened(after));
+    }
+}
+
+/// Three copies 10 ms apart on `unruly`, failed copies replaced at once: the original
+/// never answers, copy 1 fails 1 ms after it started and copy 2 answers 1 ms after it.
+/// Each copy's `Attempt::elapsed` goes to `seen`.
+fn replaced_after_a_timed_copy(
+    unruly: &Unruly,
+    seen: &Arc<Mutex<Vec<Duration>>>,
+) -> Driver<impl std::future::Future<Output = Result<u32, u32>>> {
+    let backend = Backend::new(
+        &unruly.inner,
+        [Step::never(), Step::err(1, 1), Step::ok(1, 2)],
+    );
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(ms(10))
+        .replace_failed(true)
+        .timer(unruly.clone())
+        .build();
+    let factory = {
+        let (mut copy, seen) = (backend.factory(), Arc::clone(seen));
+        move |a: Attempt| {
+            seen.lock().unwrap().push(a.elapsed());
+            copy(a)
+        }
+    };
+    Driver::new(factory.hedged(policy))
+}
+
+#[test]
+fn attempt_elapsed_never_decreases_when_a_sleep_fires_early() {
+    let unruly = Unruly {
+        inner: ManualTimer::new(),
+        early: true,
+        behind: Arc::default(),
+    };
+    let seen = Arc::default();
+    let mut call = replaced_after_a_timed_copy(&unruly, &seen);
+    // The sleep for copy 1, due at 10 ms, fires at 5: the race trusts it and starts copy 1
+    // at 10. Copy 1 fails at 6 by the clock, and copy 2 starts then.
+    assert_eq!(call.run(&unruly.inner), Ok(2));
+    assert_eq!(*seen.lock().unwrap(), [ms(0), ms(10), ms(10)]);
+}
+
+#[test]
+fn attempt_elapsed_never_decreases_when_the_clock_jumps_back() {
+    let unruly = Unruly {
+        inner: ManualTimer::new(),
+        early: false,
+        behind: Arc::default(),
+    };
+    let seen = Arc::default();
+    let mut call = replaced_after_a_timed_copy(&unruly, &seen);
+    assert_eq!(call.poll(), Poll::Pending);
+    // Copy 1, due at 10 ms, starts late, at 12; then the clock jumps back 7 ms, and copy 1
+    // fails 1 ms later, at 6 by the clock: copy 2 starts then.
+    unruly.inner.advance(ms(12));
+    assert_eq!(call.poll_if_woken(), Some(Poll::Pending));
+    *unruly.behind.lock().unwrap() = ms(7);
+    assert_eq!(call.run(&unruly.inner), Ok(2));
+    assert_eq!(*seen.lock().unwrap(), [ms(0), ms(12), ms(12)]);
+}
+
 // --- Modes ---------------------------------------------------------------------------
 
 #[test]

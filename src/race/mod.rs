@@ -161,9 +161,10 @@ struct Times {
     first_start: Duration,
     /// The newest copy's start by the schedule: its due time, or when it started early.
     last_start: Duration,
-    /// Where the copy of the last [`Next::Start`] sits in the schedule: its due time, or
-    /// when it starts early.
-    anchor: Duration,
+    /// When the copy of the last [`Next::Start`] starts, as its `Attempt::elapsed` says:
+    /// the clock, or the start of the copy before if the clock reads earlier (a clock
+    /// that went back, a sleep that fired early), so starts never go backwards.
+    latest_start: Duration,
     next_due: Due,
     /// The deadline the timer is armed for.
     armed_at: Option<Duration>,
@@ -234,7 +235,7 @@ impl<T, E> Race<T, E> {
             Times {
                 first_start: now,
                 last_start: now,
-                anchor: now,
+                latest_start: now,
                 next_due: Due::Unknown,
                 armed_at: None,
             }
@@ -272,8 +273,7 @@ impl<T, E> Race<T, E> {
             } else {
                 Reason::Replace
             };
-            let anchor = now.max(times.last_start);
-            return self.start(reason, anchor, now);
+            return self.start(reason, now);
         }
         let due = if can_start {
             times.next_due(shared, launched)
@@ -308,8 +308,8 @@ impl<T, E> Race<T, E> {
                 return Next::Expire { now, attempt };
             }
         }
-        if let Some(due) = due.filter(|due| *due <= now) {
-            return self.start(Reason::Due, due, now);
+        if due.is_some_and(|due| due <= now) {
+            return self.start(Reason::Due, now);
         }
         if let Some(times) = &mut self.times {
             times.armed_at = Some(earliest);
@@ -322,20 +322,20 @@ impl<T, E> Race<T, E> {
         }
     }
 
-    /// Asks for copy `launched` to start now, anchored to `anchor` in the schedule.
-    fn start(&mut self, reason: Reason, anchor: Duration, now: Duration) -> Next<T, E> {
+    /// Asks for copy `launched` to start now, never before the copy before it started.
+    fn start(&mut self, reason: Reason, now: Duration) -> Next<T, E> {
         self.reason = reason;
-        let first_start = match &mut self.times {
+        let (first_start, start) = match &mut self.times {
             Some(times) => {
-                times.anchor = anchor;
-                times.first_start
+                times.latest_start = times.latest_start.max(now);
+                (times.first_start, times.latest_start)
             }
-            None => now,
+            None => (now, now),
         };
         Next::Start(Attempt::new(
             self.launched.into(),
             self.max_copies.into(),
-            now.saturating_sub(first_start),
+            start.saturating_sub(first_start),
         ))
     }
 
@@ -394,7 +394,11 @@ impl<T, E> Race<T, E> {
     pub(crate) fn started<Tm>(&mut self, shared: &Shared<Tm>) {
         let index = self.launched;
         if let Some(times) = &mut self.times {
-            times.last_start = times.anchor;
+            times.last_start = match (self.reason, times.next_due) {
+                // A timed copy sits at its due time in the schedule, however late it started.
+                (Reason::Due, Due::At(due)) => due,
+                _ => times.latest_start,
+            };
             times.next_due = Due::Unknown;
         }
         self.launched += 1;
