@@ -80,6 +80,7 @@
 //! - The request body is `Unpin`: box one that is not (`http_body_util::BodyExt::boxed`).
 //! - Pass the policy a timer that fits the runtime: `hedging::timer::TokioTimer` (feature
 //!   `tokio` of `hedging`) on tokio.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
 
