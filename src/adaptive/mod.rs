@@ -28,14 +28,10 @@ use core::time::Duration;
 
 use alloc::boxed::Box;
 
-/// Values below this many microseconds get a bucket each.
-const LINEAR: u64 = 16;
-/// Buckets per power of two above [`LINEAR`] (as a shift: 16 buckets).
-const SUB_BITS: u32 = 4;
-/// Microsecond values at or above `1 << MAX_BITS` (about 12.7 days) share the last bucket.
-const MAX_BITS: u32 = 40;
-/// Buckets per slot.
-const BUCKETS: usize = LINEAR as usize + ((MAX_BITS - SUB_BITS) as usize) * (1 << SUB_BITS);
+use self::histogram::{bucket_of, is_queue, window_delay, BUCKETS};
+
+mod histogram;
+
 /// Slots in the ring: four complete ones make the window, one is being filled.
 const SLOTS: u64 = 5;
 /// Copies of the ring, so threads recording at once rarely share a cache line.
@@ -49,40 +45,9 @@ const STRIPE_LEN: usize = SLOTS as usize * BUCKETS;
 const SLOTS_PER_WINDOW: u32 = (SLOTS - 1) as u32;
 /// The cached delay before enough samples exist.
 const NO_ESTIMATE: u64 = u64::MAX;
-/// A latency over this many times the window's median is slow...
-const CROWD_MEDIANS: u64 = 4;
-/// ...and when more than one latency in this many is that slow, the slow calls are a
-/// queue, not stragglers.
-const CROWD_ONE_IN: u64 = 10;
 /// The longest delay the estimate holds (`u64::MAX - 1` nanoseconds, about 584 years):
 /// `min_delay` and `max_delay` are clamped to it, so they bound the estimate exactly.
 pub(crate) const MAX_ESTIMATE: Duration = Duration::from_nanos(NO_ESTIMATE - 1);
-
-/// The bucket of a latency, counted in whole microseconds.
-#[inline]
-fn bucket_of(latency: Duration) -> usize {
-    // Whole seconds are clamped first so the multiplication cannot overflow.
-    let secs = latency.as_secs().min(1 << MAX_BITS);
-    let micros = (secs * 1_000_000 + u64::from(latency.subsec_micros())).min((1 << MAX_BITS) - 1);
-    if micros < LINEAR {
-        return micros as usize;
-    }
-    let power = 63 - micros.leading_zeros();
-    let sub = (micros >> (power - SUB_BITS)) & ((1 << SUB_BITS) - 1);
-    LINEAR as usize + ((power - SUB_BITS) as usize) * (1 << SUB_BITS) + sub as usize
-}
-
-/// The upper edge of a bucket in microseconds: the delay a quantile in it maps to, so the
-/// delay errs long (fewer hedges), by at most one bucket.
-fn upper_edge_micros(bucket: usize) -> u64 {
-    if bucket < LINEAR as usize {
-        return bucket as u64 + 1;
-    }
-    let above = bucket - LINEAR as usize;
-    let power = (above >> SUB_BITS) as u32 + SUB_BITS;
-    let sub = (above & ((1 << SUB_BITS) - 1)) as u64;
-    ((1 << SUB_BITS) + sub + 1) << (power - SUB_BITS)
-}
 
 /// What the tracker was configured with (already clamped by the builder).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -260,45 +225,6 @@ fn stripe() -> usize {
     return 0;
 }
 
-/// The delay a window of counts per bucket suggests, in microseconds: the upper edge of
-/// the bucket holding the `quantile`, or `None` with fewer than `min_samples` samples.
-fn window_delay(window: &[u64; BUCKETS], quantile: f64, min_samples: u32) -> Option<u64> {
-    let total: u64 = window.iter().sum();
-    if total == 0 || total < u64::from(min_samples) {
-        return None;
-    }
-    Some(bucket_at(window, total, quantile))
-}
-
-/// Whether a slot's slow calls are a queue rather than stragglers: more than one latency
-/// in [`CROWD_ONE_IN`] over [`CROWD_MEDIANS`] times the median. The slot has samples.
-fn is_queue(slot: &[u64; BUCKETS]) -> bool {
-    let total: u64 = slot.iter().sum();
-    let slow_above = bucket_at(slot, total, 0.5).saturating_mul(CROWD_MEDIANS);
-    let slow: u64 = (0..BUCKETS)
-        .filter(|&bucket| upper_edge_micros(bucket) > slow_above)
-        .map(|bucket| slot[bucket])
-        .sum();
-    slow.saturating_mul(CROWD_ONE_IN) > total
-}
-
-/// The upper edge of the bucket holding the nearest-rank `quantile` of the `total` counts:
-/// the smallest value with at least `quantile` of them at or below it.
-fn bucket_at(window: &[u64; BUCKETS], total: u64, quantile: f64) -> u64 {
-    // In parts per million, so 0.95 * 100 is exactly rank 95.
-    let parts = (quantile * 1e6 + 0.5) as u128;
-    let rank = (parts * u128::from(total)).div_ceil(1_000_000) as u64;
-    let rank = rank.clamp(1, total);
-    let mut seen = 0;
-    let bucket = (0..BUCKETS)
-        .find(|&bucket| {
-            seen += window[bucket];
-            seen >= rank
-        })
-        .expect("the rank is at most the total");
-    upper_edge_micros(bucket)
-}
-
 impl fmt::Debug for LatencyTracker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LatencyTracker")
@@ -325,28 +251,6 @@ mod tests {
             window: 4 * MS * 1000,
         };
         LatencyTracker::new(config, 10 * MS, Duration::ZERO, Duration::MAX)
-    }
-
-    #[test]
-    fn buckets_are_monotonic_and_their_edges_bound_their_values() {
-        let mut previous = 0;
-        for micros in
-            (0..100_000u64).chain([1 << 20, 1 << 30, (1 << 40) - 1, 1 << 41, u64::MAX / 1000])
-        {
-            let bucket = bucket_of(Duration::from_micros(micros));
-            assert!(bucket >= previous, "{micros}");
-            assert!(bucket < BUCKETS, "{micros} -> {bucket}");
-            previous = bucket;
-            if micros < (1 << MAX_BITS) {
-                let edge = upper_edge_micros(bucket);
-                assert!(edge > micros, "{micros} -> edge {edge}");
-                // At most one sixteenth above the value (or 1 µs in the linear range).
-                assert!(
-                    edge - micros <= (micros / 16).max(1),
-                    "{micros} -> edge {edge}"
-                );
-            }
-        }
     }
 
     #[test]
