@@ -228,9 +228,11 @@ impl<T> PolicyBuilder<T> {
     /// Latencies are kept per quarter of the [`adaptive_window`](Self::adaptive_window).
     /// Each time a quarter completes, the delay is recomputed from the last four complete
     /// quarters and the oldest is dropped, so the delay reflects the last window and
-    /// follows a shift in the workload within 1¼ windows. After an idle gap longer than a
-    /// window, nothing recent is left: the delay is [`delay`](Self::delay) again until
-    /// `adaptive_min_samples` new latencies arrive ([`Policy::delay`] says so too).
+    /// follows a shift in the workload within 1¼ windows. The first estimate does not wait
+    /// for a quarter to complete: it comes with the `adaptive_min_samples`-th latency. After
+    /// an idle gap longer than a window, nothing recent is left: the delay is
+    /// [`delay`](Self::delay) again until `adaptive_min_samples` new latencies arrive
+    /// ([`Policy::delay`] says so too).
     ///
     /// # Queueing
     ///
@@ -271,8 +273,9 @@ impl<T> PolicyBuilder<T> {
     }
 
     /// How many latencies the last window must hold before the
-    /// [`adaptive_delay`](Self::adaptive_delay) replaces [`delay`](Self::delay).
-    /// Default 100; `0` is clamped to `1`.
+    /// [`adaptive_delay`](Self::adaptive_delay) replaces [`delay`](Self::delay): the first
+    /// estimate is published with the latency that makes that many, without waiting for
+    /// its quarter window to complete. Default 100; `0` is clamped to `1`.
     pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
         self.min_samples = samples.max(1);
         self

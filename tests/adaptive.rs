@@ -77,18 +77,39 @@ fn uses_the_fixed_delay_until_enough_samples_exist() {
     for _ in 0..4 {
         call(&policy, ms(2), ms(2));
     }
-    next_quarter(&timer);
-    call(&policy, ms(2), ms(2));
     assert_eq!(
         policy.delay(),
         Some(ms(20)),
         "4 samples are fewer than the 5 required"
     );
-
-    // The fifth sample lands in the quarter that just started; the next quarter publishes.
     next_quarter(&timer);
+    assert_eq!(
+        policy.delay(),
+        Some(ms(20)),
+        "a completed slot of 4 is still 4"
+    );
     call(&policy, ms(2), ms(2));
     assert_near(policy.delay().unwrap(), ms(2));
+}
+
+#[test]
+fn the_first_estimate_comes_with_the_last_sample_it_needs() {
+    // 3,200 calls a second would wait a quarter of the default 10 s window for their
+    // first estimate; it comes with the fifth latency instead, 10 ms in.
+    let timer = ManualTimer::new();
+    let policy = adaptive(&timer, 0.95)
+        .adaptive_window(Duration::from_secs(10))
+        .build();
+    let mut winners = Vec::new();
+    for _ in 0..5 {
+        winners.push(call(&policy, ms(2), ms(2)).0);
+    }
+    assert_eq!(timer.now(), ms(10));
+    assert_near(policy.delay().unwrap(), ms(2));
+    // The next slow original is hedged at about 2 ms, not at the 20 ms fallback.
+    let (winner, took) = call(&policy, ms(50), ms(1));
+    assert_eq!((winners, winner), (vec![0; 5], 1));
+    assert!(took <= ms(4), "{took:?}");
 }
 
 #[test]
@@ -219,14 +240,15 @@ fn instant_answers_record_nothing_and_arm_no_timer() {
             futures::executor::block_on((|| async { Ok(1) }).hedged(&policy));
         assert_eq!(answer, Ok(1));
     }
-    next_quarter(&timer);
-    next_quarter(&timer);
-    call(&policy, ms(3), ms(3));
     assert_eq!(
         policy.delay(),
         Some(ms(20)),
-        "nothing was recorded before this quarter"
+        "the instant calls recorded nothing"
     );
+    call(&policy, ms(3), ms(3));
+    // One sample is enough here: had the instant answers recorded zeros, the median
+    // would be zero.
+    assert_near(policy.delay().unwrap(), ms(3));
     assert_eq!(
         timer.sleeps_created(),
         2,
@@ -269,13 +291,13 @@ fn a_zero_window_is_clamped_to_100_ms() {
     for _ in 0..5 {
         call(&policy, ms(2), ms(2)); // ends at 10 ms
     }
-    // Quarters of 25 ms: at 20 ms the first has not completed yet.
-    timer.advance(ms(10));
-    call(&policy, ms(1), ms(1));
-    assert_eq!(policy.delay(), Some(ms(20)));
-    timer.advance(ms(10));
-    call(&policy, ms(1), ms(1));
     assert_near(policy.delay().unwrap(), ms(2));
+    // Quarters of 25 ms: at 110 ms the first quarter is still in the window, at 130 ms
+    // it has left it (with the builder's 400 ms, it would still be there).
+    timer.advance(ms(100));
+    assert_near(policy.delay().unwrap(), ms(2));
+    timer.advance(ms(20));
+    assert_eq!(policy.delay(), Some(ms(20)));
 }
 
 #[test]
@@ -283,13 +305,11 @@ fn zero_min_samples_is_clamped_to_one() {
     let timer = ManualTimer::new();
     let policy = adaptive(&timer, 0.5).adaptive_min_samples(0).build();
     next_quarter(&timer);
-    call(&policy, ms(1), ms(1));
     assert_eq!(
         policy.delay(),
         Some(ms(20)),
         "an empty window keeps the fallback"
     );
-    next_quarter(&timer);
     call(&policy, ms(1), ms(1));
     assert_near(policy.delay().unwrap(), ms(1));
 }

@@ -7,7 +7,9 @@
 //! being filled. When a recording lands in a new slot, the recorder that notices
 //! clears the slot it reuses and recomputes the estimate from the four complete slots, so
 //! a delay read is one atomic load and a recording is one `fetch_add` (two on a slot
-//! change per quarter window).
+//! change per quarter window). Until there is an estimate, every `min_samples`-th
+//! recording publishes one from the slot being filled as well, so the first estimate
+//! comes as soon as enough latencies are known, not when the first quarter window ends.
 //!
 //! The estimate hedges stragglers, not a queue. When, in each of the two newest slots
 //! that hold latencies,
@@ -75,6 +77,9 @@ pub(crate) struct LatencyTracker {
     counts: Box<[AtomicU32]>,
     /// The delay to use, in nanoseconds, or [`NO_ESTIMATE`].
     estimate_nanos: AtomicU64,
+    /// Latencies recorded while there was no estimate: at every `min_samples` of them, an
+    /// estimate is published from what is known, the slot being filled included.
+    unestimated: AtomicU32,
 }
 
 impl LatencyTracker {
@@ -100,6 +105,7 @@ impl LatencyTracker {
                 .map(|_| AtomicU32::new(0))
                 .collect(),
             estimate_nanos: AtomicU64::new(NO_ESTIMATE),
+            unestimated: AtomicU32::new(0),
         }
     }
 
@@ -132,6 +138,24 @@ impl LatencyTracker {
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
         self.counts[stripe() * STRIPE_LEN + row + bucket_of(latency)].fetch_add(1, Relaxed);
+        if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
+            self.recorded_without_estimate(slot);
+        }
+    }
+
+    /// A latency was recorded into `slot` while there was no estimate: once
+    /// `min_samples` of them are known, the first estimate need not wait for its slot to
+    /// complete.
+    #[cold]
+    fn recorded_without_estimate(&self, slot: u64) {
+        let recorded = self.unestimated.fetch_add(1, Relaxed).wrapping_add(1);
+        if recorded % self.config.min_samples.max(1) == 0 {
+            let estimate = self.estimate(slot, true);
+            // A rotation that published meanwhile has the last word.
+            let _ = self
+                .estimate_nanos
+                .compare_exchange(NO_ESTIMATE, estimate, Relaxed, Relaxed);
+        }
     }
 
     /// Moves the ring to `slot`: the thread that wins the move clears the slots it reuses
@@ -159,19 +183,22 @@ impl LatencyTracker {
                             .for_each(|count| count.store(0, Relaxed));
                     }
                 }
-                self.publish(slot);
+                self.estimate_nanos
+                    .store(self.estimate(slot, false), Relaxed);
                 slot
             }
             Err(newer) => newer.max(slot),
         }
     }
 
-    /// Recomputes the estimate from the complete slots before `current`.
-    fn publish(&self, current: u64) {
-        let rows: [Option<usize>; SLOTS_PER_WINDOW as usize] = core::array::from_fn(|back| {
-            current
-                .checked_sub(back as u64 + 1)
-                .map(|slot| (slot % SLOTS) as usize * BUCKETS)
+    /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of the complete slots before
+    /// `current`, and with `with_current` of `current` too, as the newest.
+    fn estimate(&self, current: u64, with_current: bool) -> u64 {
+        let above = current.checked_add(u64::from(with_current));
+        let rows: [Option<usize>; SLOTS as usize] = core::array::from_fn(|back| {
+            let slot = above?.checked_sub(back as u64 + 1)?;
+            (back < SLOTS_PER_WINDOW as usize + usize::from(with_current))
+                .then(|| (slot % SLOTS) as usize * BUCKETS)
         });
         let mut window = [0u64; BUCKETS];
         let mut slot = [0u64; BUCKETS];
@@ -203,8 +230,7 @@ impl LatencyTracker {
         let estimate = window_delay(&window, quantile, self.config.min_samples)
             .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
         // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
-        let nanos = estimate.map_or(NO_ESTIMATE, nanos);
-        self.estimate_nanos.store(nanos, Relaxed);
+        estimate.map_or(NO_ESTIMATE, nanos)
     }
 }
 
@@ -254,13 +280,18 @@ mod tests {
     }
 
     #[test]
-    fn falls_back_until_a_slot_with_enough_samples_completes() {
+    fn the_first_estimate_comes_once_min_samples_are_known() {
         let tracker = tracker(0.5, 10);
-        for _ in 0..100 {
+        for _ in 0..9 {
             tracker.record(2 * MS, Duration::ZERO);
         }
-        assert_eq!(tracker.delay(MS), 10 * MS, "no slot has completed yet");
-        tracker.record(2 * MS, 1000 * MS);
+        assert_eq!(tracker.delay(MS), 10 * MS, "nine latencies: the fallback");
+        // The tenth, still in the first quarter window, publishes the first estimate.
+        tracker.record(2 * MS, MS);
+        let delay = tracker.delay(MS);
+        assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
+        // The window's rules take over when the slot completes: the same latencies.
+        tracker.record(3 * MS, 1000 * MS);
         let delay = tracker.delay(1000 * MS);
         assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
     }
@@ -268,11 +299,30 @@ mod tests {
     #[test]
     fn too_few_samples_keep_the_fallback() {
         let tracker = tracker(0.5, 10);
-        for _ in 0..9 {
+        for _ in 0..8 {
             tracker.record(2 * MS, Duration::ZERO);
         }
         tracker.record(2 * MS, 1000 * MS);
         assert_eq!(tracker.delay(1000 * MS), 10 * MS);
+    }
+
+    #[test]
+    fn an_early_estimate_counts_only_what_the_window_still_holds() {
+        // Ten latencies, but the first five left the window with an idle gap: no
+        // estimate until ten are known again.
+        let tracker = tracker(0.5, 10);
+        for _ in 0..5 {
+            tracker.record(2 * MS, Duration::ZERO);
+        }
+        for _ in 0..5 {
+            tracker.record(2 * MS, 10_000 * MS);
+        }
+        assert_eq!(tracker.delay(10_000 * MS), 10 * MS);
+        for _ in 0..10 {
+            tracker.record(2 * MS, 10_001 * MS);
+        }
+        let delay = tracker.delay(10_001 * MS);
+        assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
     }
 
     #[test]
@@ -307,7 +357,8 @@ mod tests {
 
     #[test]
     fn a_long_idle_gap_clears_every_slot() {
-        let tracker = tracker(0.5, 1);
+        // Two samples make an estimate, so the one recorded after the gap is not enough.
+        let tracker = tracker(0.5, 2);
         tracker.record(MS, Duration::ZERO);
         tracker.record(MS, 1000 * MS);
         assert!(tracker.delay(1000 * MS) < 2 * MS);
