@@ -1,7 +1,9 @@
 //! Diagnostic events through `tracing` (feature `tracing`); without the feature every
-//! function here is empty and compiles to nothing.
+//! function here is empty and compiles to nothing, but for the debug-build warning that
+//! the default timer runs under a paused tokio clock, which then goes to standard error.
 //!
-//! Every event has target `hedging` and level `DEBUG`, and carries the policy's
+//! Every event has target `hedging` and level `DEBUG` (but for the one warning that the
+//! default timer runs under a paused tokio clock), and carries the policy's
 //! [`name`](crate::PolicyBuilder::name), if it has one, as the field `policy`. The fast path (one copy allowed,
 //! or an original that wins at its first poll) emits nothing, and neither does a call
 //! whose original wins before any hedge starts.
@@ -64,4 +66,17 @@ pub(crate) fn budget_refused(policy: Option<&'static str>, copy: usize, max_copi
 #[cfg(feature = "tracing")]
 fn duration_us(duration: core::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// `FuturesTimer` armed a sleep while tokio's clock is paused: the hedges follow the real
+/// clock. The one event at level `WARN`; without the `tracing` feature, a line on standard
+/// error. Debug builds with the `tokio` feature only.
+#[cfg(all(debug_assertions, feature = "tokio", feature = "futures-timer"))]
+#[cold]
+pub(crate) fn default_timer_under_paused_tokio() {
+    const WARNING: &str = "hedging: a policy on the default timer (FuturesTimer) armed a hedge under a paused tokio clock; it follows the real clock, so advancing tokio's clock starts no hedge: build the policy with .timer(hedging::timer::TokioTimer::new())";
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "hedging", "{WARNING}");
+    #[cfg(not(feature = "tracing"))]
+    std::eprintln!("{WARNING}");
 }

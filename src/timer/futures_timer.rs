@@ -19,6 +19,16 @@ const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 ///
 /// Sleeps fire on the helper thread's schedule, usually within a few tens of
 /// microseconds of their deadline.
+///
+/// # Under a paused tokio clock
+///
+/// It follows the real clock, so under `tokio::time::pause` (or `start_paused`) a hedge
+/// comes only when real time has passed, and a test that advances tokio's clock tests no
+/// hedging. Give such a policy [`TokioTimer`](crate::timer::TokioTimer). In a debug build
+/// with the `tokio` feature, the first of its sleeps armed where tokio's clock and the
+/// real one disagree by more than a millisecond (a paused clock stood still or was
+/// advanced) says so once: a `tracing` warning with the `tracing` feature, else a line on
+/// standard error.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuturesTimer;
 
@@ -37,10 +47,39 @@ impl Timer for FuturesTimer {
     }
 
     fn sleep(&self, after: Duration) -> Self::Sleep {
+        #[cfg(all(debug_assertions, feature = "tokio"))]
+        paused_tokio::warn_once();
         futures_timer::Delay::new(after.min(FAR_FUTURE))
     }
 
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
         sleep.get_mut().reset(after.min(FAR_FUTURE));
+    }
+}
+
+/// The one warning that a default timer runs under a paused tokio clock.
+#[cfg(all(debug_assertions, feature = "tokio"))]
+mod paused_tokio {
+    use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use core::time::Duration;
+
+    static WARNED: AtomicBool = AtomicBool::new(false);
+
+    /// A clock that runs agrees with the real one to within microseconds; a paused one
+    /// stood still, or jumped, while real time went on.
+    pub(super) fn warn_once() {
+        if WARNED.load(Relaxed) {
+            return;
+        }
+        let real = std::time::Instant::now();
+        let tokio = tokio::time::Instant::now().into_std();
+        let apart = if tokio > real {
+            tokio - real
+        } else {
+            real - tokio
+        };
+        if apart > Duration::from_millis(1) && !WARNED.swap(true, Relaxed) {
+            crate::trace::default_timer_under_paused_tokio();
+        }
     }
 }

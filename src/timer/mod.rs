@@ -58,10 +58,18 @@ pub use self::tokio::TokioTimer;
 /// panicking: a deadline the clock cannot represent is parked as far away as it can go
 /// (the shipped timers park it decades away; `ManualTimer` saturates). `Hedge` itself never arms a deadline that saturated to `Duration::MAX`: a
 /// copy due at the end of time is never started by the clock.
+///
+/// A policy given something else fails to compile with a note naming every shipped timer
+/// and the runtime each is for:
+///
+/// ```compile_fail,E0277
+/// // error[E0277]: `u8` is not a hedging timer
+/// let policy = hedging::Policy::builder().timer(42u8).build();
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a hedging timer",
     label = "no `Timer` implementation",
-    note = "enable the `futures-timer` feature (on by default), or give the policy a timer with `PolicyBuilder::timer` (such as `timer::AsyncIoTimer` with the `async-io` feature)"
+    note = "give the policy a timer with `PolicyBuilder::timer`: `timer::TokioTimer` (feature `tokio`) on tokio, paused clocks included; `timer::AsyncIoTimer` (feature `async-io`) on smol or async-std; `timer::FuturesTimer` (feature `futures-timer`, on by default) on any executor, or none; `timer::ManualTimer` (feature `std`) in tests; or a type of your own that implements `hedging::timer::Timer`"
 )]
 pub trait Timer: Clone {
     /// The future [`sleep`](Timer::sleep) returns; it completes once its duration has passed.
