@@ -46,7 +46,14 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// | [`on_hedge`](Self::on_hedge) | none |
 /// | `catch_unwind` | off |
 /// | [`replace_failed`](Self::replace_failed) | off |
-/// | [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |
+#[cfg_attr(
+    feature = "futures-timer",
+    doc = "| [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |"
+)]
+#[cfg_attr(
+    not(feature = "futures-timer"),
+    doc = "| [`timer`](Self::timer) | [`DefaultTimer`]: `FuturesTimer` with the `futures-timer` feature |"
+)]
 ///
 /// The mode methods ([`delay`](Self::delay), [`parallel`](Self::parallel),
 /// [`fallback`](Self::fallback), [`delay_fn`](Self::delay_fn)) replace each other: the
@@ -311,7 +318,7 @@ impl<T> PolicyBuilder<T> {
 
     /// Runs `hook` synchronously just before each copy beyond the first starts (logging,
     /// metrics). It must not block. A panic in it unwinds through the caller's `poll`,
-    /// whatever [`catch_unwind`](Self::catch_unwind) says.
+    /// whatever `catch_unwind` says.
     pub fn on_hedge<F>(mut self, hook: F) -> Self
     where
         F: Fn(&Attempt) + Send + Sync + 'static,
@@ -358,8 +365,14 @@ impl<T> PolicyBuilder<T> {
         self
     }
 
-    /// The clock that times the copies, such as
-    /// [`ManualTimer`](crate::timer::ManualTimer) in tests.
+    #[cfg_attr(
+        feature = "std",
+        doc = "The clock that times the copies, such as [`ManualTimer`](crate::timer::ManualTimer) in tests."
+    )]
+    #[cfg_attr(
+        not(feature = "std"),
+        doc = "The clock that times the copies, such as `ManualTimer` (feature `std`) in tests."
+    )]
     pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
         PolicyBuilder {
             name: self.name,

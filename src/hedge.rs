@@ -59,7 +59,14 @@ use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 ///
 /// A copy that panics, and the factory when it panics making a copy, unwind through
 /// `poll` unless the policy enables
-/// [`catch_unwind`](crate::PolicyBuilder::catch_unwind); then the copy counts as failed
+#[cfg_attr(
+    feature = "std",
+    doc = "[`catch_unwind`](crate::PolicyBuilder::catch_unwind); then the copy counts as failed"
+)]
+#[cfg_attr(
+    not(feature = "std"),
+    doc = "`catch_unwind`; then the copy counts as failed"
+)]
 /// (the next one starts at once if none is in flight), and only a race with no win and
 /// no error to return resumes the lowest-index panic, after every copy is dropped. A
 /// panicking [`on_hedge`](crate::PolicyBuilder::on_hedge) hook always unwinds.

@@ -81,12 +81,47 @@
 //! # Features
 //!
 //! - `std` (default): `catch_unwind`, per-thread stats counters, `std::error::Error` for
-//!   [`Elapsed`], [`timer::ManualTimer`]. Without it the crate is `#![no_std]` and needs
+#![cfg_attr(
+    feature = "std",
+    doc = "  [`Elapsed`], [`timer::ManualTimer`]. Without it the crate is `#![no_std]` and needs"
+)]
+#![cfg_attr(
+    not(feature = "std"),
+    doc = "  [`Elapsed`], `timer::ManualTimer`. Without it the crate is `#![no_std]` and needs"
+)]
 //!   `alloc`.
-//! - `futures-timer` (default): [`timer::FuturesTimer`], the default timer.
-//! - `async-io`: [`timer::AsyncIoTimer`], driven by the reactor smol and async-std run.
-//! - `tokio`: [`timer::TokioTimer`], on tokio's clock: `tokio::time::pause` drives hedges.
-//! - `tower`: [`tower::HedgeLayer`] / [`tower::HedgeService`], hedging any cloneable tower
+#![cfg_attr(
+    feature = "futures-timer",
+    doc = "- `futures-timer` (default): [`timer::FuturesTimer`], the default timer."
+)]
+#![cfg_attr(
+    not(feature = "futures-timer"),
+    doc = "- `futures-timer` (default): `timer::FuturesTimer`, the default timer."
+)]
+#![cfg_attr(
+    feature = "async-io",
+    doc = "- `async-io`: [`timer::AsyncIoTimer`], driven by the reactor smol and async-std run."
+)]
+#![cfg_attr(
+    not(feature = "async-io"),
+    doc = "- `async-io`: `timer::AsyncIoTimer`, driven by the reactor smol and async-std run."
+)]
+#![cfg_attr(
+    feature = "tokio",
+    doc = "- `tokio`: [`timer::TokioTimer`], on tokio's clock: `tokio::time::pause` drives hedges."
+)]
+#![cfg_attr(
+    not(feature = "tokio"),
+    doc = "- `tokio`: `timer::TokioTimer`, on tokio's clock: `tokio::time::pause` drives hedges."
+)]
+#![cfg_attr(
+    feature = "tower",
+    doc = "- `tower`: [`tower::HedgeLayer`] / [`tower::HedgeService`], hedging any cloneable tower"
+)]
+#![cfg_attr(
+    not(feature = "tower"),
+    doc = "- `tower`: `tower::HedgeLayer` / `tower::HedgeService`, hedging any cloneable tower"
+)]
 //!   `Service`.
 //! - `tracing`: `DEBUG` events (target `hedging`) when a hedge starts, a copy fails, a
 //!   race with hedges is won, or the budget refuses a hedge; none on the fast path.

@@ -24,7 +24,7 @@ const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 ///
 /// It follows the real clock, so under `tokio::time::pause` (or `start_paused`) a hedge
 /// comes only when real time has passed, and a test that advances tokio's clock tests no
-/// hedging. Give such a policy [`TokioTimer`](crate::timer::TokioTimer). In a debug build
+/// hedging. Give such a policy `TokioTimer` (feature `tokio`). In a debug build
 /// with the `tokio` feature, the first of its sleeps armed where tokio's clock and the
 /// real one disagree by more than a millisecond (a paused clock stood still or was
 /// advanced) says so once: a `tracing` warning with the `tracing` feature, else a line on

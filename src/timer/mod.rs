@@ -2,13 +2,41 @@
 //!
 //! A [`Timer`] tells the time and makes sleeps. The crate ships:
 //!
-//! - [`FuturesTimer`] (feature `futures-timer`, default): a helper thread drives the
+#![cfg_attr(
+    feature = "futures-timer",
+    doc = "- [`FuturesTimer`] (feature `futures-timer`, default): a helper thread drives the"
+)]
+#![cfg_attr(
+    not(feature = "futures-timer"),
+    doc = "- `FuturesTimer` (feature `futures-timer`, default): a helper thread drives the"
+)]
 //!   sleeps; works under any executor.
-//! - [`AsyncIoTimer`] (feature `async-io`): the async-io reactor drives the sleeps; the
+#![cfg_attr(
+    feature = "async-io",
+    doc = "- [`AsyncIoTimer`] (feature `async-io`): the async-io reactor drives the sleeps; the"
+)]
+#![cfg_attr(
+    not(feature = "async-io"),
+    doc = "- `AsyncIoTimer` (feature `async-io`): the async-io reactor drives the sleeps; the"
+)]
 //!   natural choice on smol and async-std.
-//! - [`TokioTimer`] (feature `tokio`): tokio's clock and sleeps; honours
+#![cfg_attr(
+    feature = "tokio",
+    doc = "- [`TokioTimer`] (feature `tokio`): tokio's clock and sleeps; honours"
+)]
+#![cfg_attr(
+    not(feature = "tokio"),
+    doc = "- `TokioTimer` (feature `tokio`): tokio's clock and sleeps; honours"
+)]
 //!   `tokio::time::pause`, so paused-clock tests drive the hedges.
-//! - [`ManualTimer`] (feature `std`): virtual time that moves only when told to, for
+#![cfg_attr(
+    feature = "std",
+    doc = "- [`ManualTimer`] (feature `std`): virtual time that moves only when told to, for"
+)]
+#![cfg_attr(
+    not(feature = "std"),
+    doc = "- `ManualTimer` (feature `std`): virtual time that moves only when told to, for"
+)]
 //!   deterministic tests of hedged code.
 //!
 //! Any other clock (a runtime's own, an embedded HAL's) plugs in by implementing
