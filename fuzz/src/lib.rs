@@ -17,6 +17,7 @@ mod policy_builder;
 mod schedule;
 mod script;
 mod scripted;
+mod warm_up;
 
 pub use policy_builder::policy_builder;
 pub use schedule::schedule;
@@ -24,7 +25,7 @@ pub use schedule::schedule;
 /// A scripted call (policy settings, per-copy latency and end, clock jumps, spurious polls,
 /// a drop point; timeouts, `replace_failed`, a declining factory, every verdict, a budget,
 /// an adaptive delay; sometimes several calls through one policy) against the reference
-/// model in `model.rs`: every poll's answer, when each copy starts, what the factory, the
+/// model in `model/`: every poll's answer, when each copy starts, what the factory, the
 /// hook and the classifier see, drops, the timer, wake-ups, stats and the budget's tokens
 /// and slots, at every step.
 pub fn hedge_state_machine(data: &[u8]) {

@@ -1,5 +1,5 @@
 //! Scripted copies: futures and streams on `ManualTimer` that do what their step says,
-//! and log what the scripted backend saw.
+//! and log what the scripted backend saw; and the call they race in, as its caller sees it.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -9,6 +9,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_core::future::FusedFuture;
+use futures_core::stream::FusedStream;
 use futures_core::Stream;
 use hedging::timer::{ManualSleep, ManualTimer, Timer};
 use hedging::{Attempt, Budget, Verdict};
@@ -261,5 +263,48 @@ impl Drop for ScriptedStream {
         self.log
             .borrow_mut()
             .dropping(self.index, self.sleep.is_some());
+    }
+}
+
+/// A call as the caller sees it: a future, or a stream.
+pub(crate) trait Subject {
+    /// Polls once: a future's output, or a stream's next item (`None`: its end).
+    fn poll_subject(&mut self, cx: &mut Context<'_>) -> Poll<Option<Output>>;
+    fn terminated(&self) -> bool;
+}
+
+pub(crate) struct FutureSubject<H>(Pin<Box<H>>);
+
+impl<H> FutureSubject<H> {
+    pub(crate) fn new(hedge: H) -> Self {
+        FutureSubject(Box::pin(hedge))
+    }
+}
+
+impl<H: Future<Output = Output> + FusedFuture> Subject for FutureSubject<H> {
+    fn poll_subject(&mut self, cx: &mut Context<'_>) -> Poll<Option<Output>> {
+        self.0.as_mut().poll(cx).map(Some)
+    }
+
+    fn terminated(&self) -> bool {
+        self.0.is_terminated()
+    }
+}
+
+pub(crate) struct StreamSubject<S>(Pin<Box<S>>);
+
+impl<S> StreamSubject<S> {
+    pub(crate) fn new(stream: S) -> Self {
+        StreamSubject(Box::pin(stream))
+    }
+}
+
+impl<S: Stream<Item = Output> + FusedStream> Subject for StreamSubject<S> {
+    fn poll_subject(&mut self, cx: &mut Context<'_>) -> Poll<Option<Output>> {
+        self.0.as_mut().poll_next(cx)
+    }
+
+    fn terminated(&self) -> bool {
+        self.0.is_terminated()
     }
 }
