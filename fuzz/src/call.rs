@@ -2,6 +2,7 @@
 //! them against each other after every poll.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
@@ -56,6 +57,7 @@ pub(crate) fn run(data: &[u8], streams: bool) {
         if adaptive.is_none() {
             timer.advance(call.gap);
         }
+        traffic(&policy, budget.as_ref(), call.traffic_before, &mut world);
         hooks.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let log = Log {
             slot_budget: budget
@@ -78,6 +80,31 @@ pub(crate) fn run(data: &[u8], streams: bool) {
         };
         played.dispatch();
         check_delay_fn(&script, &delay_fn_calls);
+    }
+}
+
+/// `calls` calls through `policy` whose original wins at its first poll: they ask the
+/// budget nothing; a bucket credits them only when a copy next asks, a throttling budget
+/// earns at once.
+fn traffic(policy: &Policy<ManualTimer>, budget: Option<&Budget>, calls: usize, world: &mut World) {
+    let waker = Waker::from(Arc::new(CountingWaker::default()));
+    let mut cx = Context::from_waker(&waker);
+    for _ in 0..calls {
+        let call = std::pin::pin!((|| std::future::ready(Ok::<u8, Fail>(0))).hedged(policy));
+        assert_eq!(
+            call.poll(&mut cx),
+            Poll::Ready(Ok(0)),
+            "a ready original wins"
+        );
+        world.won_unhedged();
+    }
+    assert_eq!(policy.stats(), world.stats, "stats after the traffic");
+    if let (Some(budget), Some(model)) = (budget, &world.budget) {
+        assert_eq!(
+            budget.tokens(),
+            model.tokens(),
+            "budget tokens after the traffic"
+        );
     }
 }
 
@@ -296,6 +323,10 @@ impl<'a> Call<'a> {
             let action = actions.next().unwrap_or(Action::Run);
             let over = match action {
                 Action::SpuriousPoll => self.poll(&mut driven),
+                Action::Traffic(calls) => {
+                    traffic(self.policy, self.budget, calls, self.world);
+                    false
+                }
                 Action::Drop => self.drop_call(&mut driven),
                 Action::Run | Action::Advance(_) => {
                     if let Action::Advance(by) = action {

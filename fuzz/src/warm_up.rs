@@ -52,7 +52,7 @@ pub(crate) fn warm_up(
             break;
         }
         let per_call = warm_up_call(policy, timer, latency);
-        world.warm_up_won();
+        world.won_unhedged();
         if !latency.is_zero() && per_call > 1 {
             // Its original answered after a first `Pending`: its latency is recorded.
             recorded.push(latency);

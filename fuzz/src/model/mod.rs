@@ -84,6 +84,8 @@ pub(crate) struct Model<'s> {
     next_due: Due,
     /// The copy the budget refused last (each is counted once).
     last_refused: Option<usize>,
+    /// Whether the call asked the budget for a copy beyond its first.
+    asked: bool,
     in_flight: Vec<Running>,
     first_start: Duration,
     /// The schedule's anchor of the newest copy: its due time, or when it started early.
@@ -134,6 +136,7 @@ impl<'s> Model<'s> {
             held: false,
             next_due: Due::Unknown,
             last_refused: None,
+            asked: false,
             in_flight: Vec::new(),
             first_start: Duration::ZERO,
             last_start: Duration::ZERO,

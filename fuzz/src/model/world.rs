@@ -45,14 +45,28 @@ impl AdaptiveModel {
 pub(crate) struct World {
     pub(crate) stats: Stats,
     pub(crate) budget: Option<BudgetModel>,
-    /// Calls ended so far, the warm-ups included (what a bucket is credited from).
+    /// Calls ended so far, the warm-ups and the traffic included (what a bucket is
+    /// credited from).
     pub(crate) calls_ended: u64,
+    /// Calls that asked the budget for a copy beyond their first, counted at their first
+    /// ask, ended or not: they earn nothing.
+    pub(crate) calls_asked: u64,
 }
 
 impl World {
-    /// A warm-up call won at once or before its hedge was due.
-    pub(crate) fn warm_up_won(&mut self) {
+    /// A call's original won before its hedge was due (a warm-up, or traffic whose
+    /// original is ready at once): it asked for nothing, and a throttling budget earns.
+    pub(crate) fn won_unhedged(&mut self) {
+        if let Some(budget) = &mut self.budget {
+            budget.copy_won();
+        }
         self.count(Outcome::Won { hedge: false });
+    }
+
+    /// The calls a bucket counts as earners when asked now: those ended, less those that
+    /// asked before.
+    pub(super) fn earners(&self) -> u64 {
+        self.calls_ended.saturating_sub(self.calls_asked)
     }
 
     pub(super) fn count(&mut self, outcome: Outcome) {

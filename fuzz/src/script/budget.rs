@@ -28,9 +28,20 @@ impl BudgetScript {
             }
         } else {
             BudgetKind::Bucket {
-                ratio: *u.choose(&[0.0, 0.1, 0.5, 1.0, 2.0, f64::INFINITY, f64::NAN, -1.0])?,
-                burst: if u.ratio(3, 4)? {
-                    Some(*u.choose(&[1.0, 1.5, 2.0, 3.0, 4.0, 0.2, f64::NAN])?)
+                ratio: *u.choose(&[
+                    0.0,
+                    0.1,
+                    0.25,
+                    0.5,
+                    1.0,
+                    2.0,
+                    f64::INFINITY,
+                    f64::NAN,
+                    -1.0,
+                ])?,
+                // Without a burst the savings follow the traffic; with one, a fixed cap.
+                burst: if u.ratio(1, 2)? {
+                    Some(*u.choose(&[1.0, 1.5, 2.0, 3.0, 4.0, 0.2, f64::NAN, 10.0, 20.0])?)
                 } else {
                     None
                 },

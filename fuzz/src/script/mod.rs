@@ -351,17 +351,26 @@ pub(crate) enum Action {
     Run,
     /// Move the clock by this much (past several events at once), then poll if woken.
     Advance(Duration),
+    /// This many other calls through the policy, each won at once by its original: traffic
+    /// that earns a bucket tokens while this call is in flight.
+    Traffic(usize),
     /// Poll although not woken: a correct future does not mind.
     SpuriousPoll,
     /// Drop the call here.
     Drop,
 }
 
+/// How many calls a burst of traffic makes: enough, at the ratios scripted, for a second
+/// of them to lift a bucket's savings above the least it may save.
+const TRAFFIC: [usize; 6] = [1, 2, 5, 12, 30, 80];
+
 /// One call through the policy.
 #[derive(Debug)]
 pub(crate) struct CallScript {
     /// Time passing before the call is first polled.
     pub(crate) gap: Duration,
+    /// Calls won at once by their original, after the gap and before this one.
+    pub(crate) traffic_before: usize,
     pub(crate) judge: Judge,
     pub(crate) factory: Factory,
     pub(crate) deadlines: Deadlines,
@@ -370,16 +379,24 @@ pub(crate) struct CallScript {
 }
 
 impl CallScript {
+    /// `traffic`: other calls may go through the policy around this one.
     fn read(
         u: &mut Unstructured<'_>,
         copies: usize,
         streams: bool,
         last: bool,
+        traffic: bool,
     ) -> Result<CallScript> {
+        // Up to three seconds: the budget's savings window may roll on between calls.
         let gap = if u.ratio(1, 2)? {
-            ms(u.int_in_range(0..=1200)?)
+            ms(u.int_in_range(0..=3000)?)
         } else {
             Duration::ZERO
+        };
+        let traffic_before = if traffic && u.ratio(1, 3)? {
+            *u.choose(&TRAFFIC)?
+        } else {
+            0
         };
         let judge = match u.int_in_range(0..=2u8)? {
             0 => Judge::ByResult,
@@ -400,15 +417,20 @@ impl CallScript {
         let most = if last { 48 } else { u.int_in_range(0..=32)? };
         let mut actions = Vec::new();
         while actions.len() < most && !u.is_empty() {
-            actions.push(match u.int_in_range(0..=15u8)? {
+            actions.push(match u.int_in_range(0..=17u8)? {
                 0..=8 => Action::Run,
-                9..=12 => Action::Advance(ms(u.int_in_range(0..=60)?)),
+                9..=11 => Action::Advance(ms(u.int_in_range(0..=60)?)),
+                // Up to 2.5 s: past the budget's one-second savings window.
+                12 => Action::Advance(ms(u.int_in_range(0..=2500)?)),
                 13 | 14 => Action::SpuriousPoll,
-                _ => Action::Drop,
+                15 => Action::Drop,
+                _ if traffic => Action::Traffic(*u.choose(&TRAFFIC)?),
+                _ => Action::Run,
             });
         }
         Ok(CallScript {
             gap,
+            traffic_before,
             judge,
             factory,
             deadlines,
@@ -489,7 +511,11 @@ impl Script {
             1
         };
         let calls = (0..calls)
-            .map(|call| CallScript::read(u, copies, streams, call + 1 == calls))
+            .map(|call| {
+                // Traffic would teach an adaptive delay latencies of its own.
+                let traffic = adaptive.is_none();
+                CallScript::read(u, copies, streams, call + 1 == calls, traffic)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Script {
             max_copies,
