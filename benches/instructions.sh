@@ -4,7 +4,7 @@
 # many more calls; the difference divided by the extra calls is the per-call count, free
 # of the binary's start-up.
 #
-#   benches/instructions.sh                 # the fast-path and armed-path cases
+#   benches/instructions.sh                 # the fast-path, armed-path and budget cases
 #   benches/instructions.sh ready/bare ...  # the cases named (ids as in the table)
 #
 # Needs valgrind (Debian: apt-get install valgrind).
@@ -24,6 +24,7 @@ if [ ${#cases[@]} -eq 0 ]; then
         pending_once/bare+async_io pending_once/hedging_async_io
         pending_once/bare+tokio_sleep pending_once/hedging_tokio
         pending_once/tower_hedge
+        hedged/no_budget hedged/budget_0_1 hedged/budget_0_1_burst_10
     )
 fi
 

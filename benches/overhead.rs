@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::Criterion;
 use futures::future::Either;
 use hedging::timer::{AsyncIoTimer, FuturesTimer, Timer, TokioTimer};
-use hedging::{Attempt, Hedgeable, Policy};
+use hedging::{Attempt, Budget, Hedgeable, Policy};
 use tower::{Layer, Service};
 
 // ---------------------------------------------------------------------------------------
@@ -466,6 +466,73 @@ fn pending_once_cases(suite: &mut Suite) {
         ("pending_once/hedged", BARE, Some(TOKIO), Some(OURS)),
         || drive(hedged.send(|| PendingOnce::new(Ok(black_box(7))))).0,
     );
+}
+
+/// A timer that fires at its first poll, on a real clock: every call whose original is
+/// pending has its hedge due at once, and the race asks the budget for it.
+#[derive(Clone, Copy, Debug)]
+struct FiresAtOnce {
+    origin: Instant,
+}
+
+impl Timer for FiresAtOnce {
+    type Sleep = std::future::Ready<()>;
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn sleep(&self, _after: Duration) -> Self::Sleep {
+        ready(())
+    }
+}
+
+/// Calls that need no copy per hedged call in the budget cases: at a ratio of 0.1, ten of
+/// them earn the token one hedge takes, so a budget admits every hedge.
+const EARNERS_PER_HEDGE: usize = 10;
+
+/// One turn of the budget cases: ten calls whose original is ready at once, then one whose
+/// original is pending once while its hedge, started by the timer, asks the budget.
+#[inline(always)]
+fn hedged_with_earners(policy: &Policy<FiresAtOnce>) -> Reply {
+    for _ in 0..EARNERS_PER_HEDGE {
+        let _ = black_box(drive((|| ready_reply(black_box(7))).hedged(policy)));
+    }
+    drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(policy))
+}
+
+/// The budget's cost on the hedging path: the same turn without a budget, with a token
+/// bucket whose savings follow the traffic, and with one of a fixed burst.
+fn budget_cases(suite: &mut Suite) {
+    const NO_BUDGET: &str = "hedged/no_budget";
+    let timer = FiresAtOnce {
+        origin: Instant::now(),
+    };
+    let unbounded = policy(2, timer);
+    suite.hedged_case((NO_BUDGET, NO_BUDGET, None, None), &unbounded, || {
+        hedged_with_earners(&unbounded)
+    });
+    for (id, budget) in [
+        ("hedged/budget_0_1", Budget::new(0.1)),
+        ("hedged/budget_0_1_burst_10", Budget::new(0.1).burst(10.0)),
+    ] {
+        let bounded = Policy::builder()
+            .max_copies(2)
+            .delay(DELAY)
+            .budget(&budget)
+            .timer(timer)
+            .build();
+        suite.hedged_case((id, NO_BUDGET, None, None), &bounded, || {
+            hedged_with_earners(&bounded)
+        });
+        let stats = bounded.stats();
+        assert_eq!(
+            stats.budget_denied, 0,
+            "{id}: the budget admits every hedge"
+        );
+        let turns = stats.calls / (EARNERS_PER_HEDGE as u64 + 1);
+        assert_eq!(stats.hedges, turns, "{id}: every turn starts its hedge");
+    }
 }
 
 /// Runs `calls` fast-path calls on each of `policies` at once, one thread per entry
@@ -922,6 +989,7 @@ fn main() {
     ready_cases(&mut suite);
     pending_once_cases(&mut suite);
     shared_policy_cases(&mut suite);
+    budget_cases(&mut suite);
     let Mode::Bench(criterion) = suite.mode else {
         let early = EARLY_FIRES.load(Relaxed);
         if early > 0 {
