@@ -5,7 +5,11 @@
 use alloc::sync::Arc;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use core::time::Duration;
+
+mod decide;
+mod recent;
+
+use self::recent::Recent;
 
 /// Token units per token: balances are kept in millionths, so deposits stay exact integers.
 const UNIT: u64 = 1_000_000;
@@ -13,10 +17,6 @@ const UNIT: u64 = 1_000_000;
 const DEFAULT_BURST: u64 = 10;
 /// A token bucket saves at most what the calls of this many nanoseconds earn (one second).
 const SAVINGS_WINDOW: u64 = 1_000_000_000;
-/// The slots the savings window is counted in.
-const SLOTS: usize = 8;
-/// One slot's length, in nanoseconds.
-const SLOT: u64 = SAVINGS_WINDOW / SLOTS as u64;
 /// `max_outstanding` when none is set.
 const UNCAPPED: u64 = u64::MAX;
 /// The range of [`Budget::throttling`]'s `max_tokens`, in units: gRPC's `(0, 1000]`, at
@@ -292,198 +292,6 @@ impl Budget {
     /// [`max_outstanding`](Budget::max_outstanding); always 0 without that cap.
     pub fn outstanding(&self) -> usize {
         self.inner.outstanding.load(Relaxed) as usize
-    }
-
-    /// Whether calls earn tokens: a token bucket.
-    pub(crate) fn counts_calls(&self) -> bool {
-        self.inner.config.kind == Kind::Bucket
-    }
-
-    /// Whether winning and failing copies change the tokens: a throttling budget.
-    pub(crate) fn counts_outcomes(&self) -> bool {
-        self.inner.config.kind == Kind::Throttling
-    }
-
-    /// Credits a token bucket with `ended` calls that ended at `now` since the policy's
-    /// last credit `gap` before, `earning` of which asked for no extra copy: they count
-    /// toward the last second's traffic (in proportion, after a gap of over a second), and
-    /// the earners deposit, up to what the bucket may save.
-    pub(crate) fn credit(&self, ended: u64, earning: u64, now: Duration, gap: Duration) {
-        let inner = &*self.inner;
-        if inner.config.kind != Kind::Bucket {
-            return;
-        }
-        let now = nanos(now);
-        if inner.config.follows_traffic && ended > 0 {
-            let gap = nanos(gap);
-            let recent = if gap > SAVINGS_WINDOW {
-                (u128::from(ended) * u128::from(SAVINGS_WINDOW) / u128::from(gap)) as u64
-            } else {
-                ended
-            };
-            inner.recent.add(recent, now);
-        }
-        self.deposit(earning.saturating_mul(inner.config.ratio_units), now);
-    }
-
-    /// The most units the balance may reach at `now` (nanoseconds).
-    fn cap(&self, now: u64) -> u64 {
-        let config = &self.inner.config;
-        if !config.follows_traffic {
-            return config.max_units;
-        }
-        let earned = self
-            .inner
-            .recent
-            .sum(now)
-            .saturating_mul(config.ratio_units);
-        earned.max(config.max_units)
-    }
-
-    fn deposit(&self, units: u64, now: u64) {
-        if units == 0 {
-            return;
-        }
-        let max = self.cap(now);
-        let _ = self
-            .inner
-            .balance
-            .fetch_update(Relaxed, Relaxed, |balance| {
-                (balance < max).then(|| balance.saturating_add(units).min(max))
-            });
-    }
-
-    /// A copy won: a throttling budget earns `token_ratio` back.
-    pub(crate) fn copy_won(&self) {
-        // A throttling budget's cap is fixed: it reads no clock.
-        self.deposit(self.inner.config.ratio_units, 0);
-    }
-
-    /// A copy failed: a throttling budget spends a token (never below zero).
-    pub(crate) fn copy_failed(&self) {
-        let _ = self
-            .inner
-            .balance
-            .fetch_update(Relaxed, Relaxed, |balance| {
-                (balance > 0).then(|| balance.saturating_sub(UNIT))
-            });
-    }
-
-    /// Takes a slot of `max_outstanding` (if capped) and what the kind asks for a copy
-    /// beyond the first (a bucket's token; throttling's tokens above half), or else a
-    /// place under the floor at `now()`; takes nothing on refusal. `Ok(true)` when the
-    /// copy holds a slot it must [`release`](Budget::release).
-    pub(crate) fn withdraw(&self, mut now: impl FnMut() -> Duration) -> Result<bool, Refused> {
-        let inner = &*self.inner;
-        let config = &inner.config;
-        let capped = config.max_outstanding != UNCAPPED;
-        if capped {
-            inner
-                .outstanding
-                .fetch_update(Relaxed, Relaxed, |held| {
-                    (held < config.max_outstanding).then_some(held + 1)
-                })
-                .map_err(|_| Refused)?;
-        }
-        let admitted = match config.kind {
-            Kind::Bucket => {
-                // Savings above what the last second's traffic may save have expired.
-                let cap = self.cap(nanos(now()));
-                inner
-                    .balance
-                    .fetch_update(Relaxed, Relaxed, |balance| {
-                        balance.min(cap).checked_sub(UNIT)
-                    })
-                    .is_ok()
-            }
-            Kind::Throttling => inner.balance.load(Relaxed) > config.max_units / 2,
-        };
-        if admitted || self.floor_admits(now) {
-            return Ok(capped);
-        }
-        if capped {
-            self.release(1);
-        }
-        Err(Refused)
-    }
-
-    /// Whether [`min_per_second`](Budget::min_per_second) lets one more copy through at
-    /// `now()`: each copy moves the floor's schedule on by `1 s / copies`, and a copy is
-    /// let through while that schedule is at most one second ahead of now.
-    #[cold]
-    fn floor_admits(&self, mut now: impl FnMut() -> Duration) -> bool {
-        let per_second = u64::from(self.inner.config.min_per_second);
-        if per_second == 0 {
-            return false;
-        }
-        const SECOND: u64 = 1_000_000_000;
-        let interval = SECOND / per_second;
-        let now = nanos(now());
-        self.inner
-            .floor_at
-            .fetch_update(Relaxed, Relaxed, |floor_at| {
-                let next = floor_at.max(now).saturating_add(interval);
-                (next - now <= SECOND).then_some(next)
-            })
-            .is_ok()
-    }
-
-    /// Gives back `copies` slots of `max_outstanding`.
-    pub(crate) fn release(&self, copies: usize) {
-        self.inner.outstanding.fetch_sub(copies as u64, Relaxed);
-    }
-}
-
-/// `duration` in nanoseconds, saturating.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The calls of the last second, in [`SLOTS`] slots: each holds the slot's number (its
-/// start over [`SLOT`], wrapping at 2³², every 17 years) in its high half and the calls
-/// counted in it, saturating, in its low half.
-struct Recent {
-    slots: [AtomicU64; SLOTS],
-}
-
-impl Recent {
-    fn new() -> Self {
-        Recent {
-            slots: core::array::from_fn(|_| AtomicU64::new(0)),
-        }
-    }
-
-    /// The slot number of `now` (nanoseconds); the truncation to 32 bits is the wrap.
-    fn slot_of(now: u64) -> u32 {
-        (now / SLOT) as u32
-    }
-
-    /// Counts `calls` in the slot of `now`, starting the slot afresh if it last counted
-    /// an older one.
-    fn add(&self, calls: u64, now: u64) {
-        let slot = Self::slot_of(now);
-        let calls = u32::try_from(calls).unwrap_or(u32::MAX);
-        let cell = &self.slots[slot as usize % SLOTS];
-        let _ = cell.fetch_update(Relaxed, Relaxed, |packed| {
-            let (counted_in, counted) = ((packed >> 32) as u32, packed as u32);
-            let counted = if counted_in == slot {
-                counted.saturating_add(calls)
-            } else {
-                calls
-            };
-            Some(u64::from(slot) << 32 | u64::from(counted))
-        });
-    }
-
-    /// The calls counted in the slots of the last second up to `now`.
-    fn sum(&self, now: u64) -> u64 {
-        let slot = Self::slot_of(now);
-        self.slots
-            .iter()
-            .map(|cell| cell.load(Relaxed))
-            .filter(|packed| slot.wrapping_sub((packed >> 32) as u32) < SLOTS as u32)
-            .map(|packed| u64::from(packed as u32))
-            .sum()
     }
 }
 
