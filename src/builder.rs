@@ -2,6 +2,7 @@
 
 use alloc::sync::Arc;
 use core::fmt;
+use core::sync::atomic::AtomicBool;
 use core::time::Duration;
 
 use crate::adaptive::{AdaptiveConfig, LatencyTracker};
@@ -34,6 +35,7 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// | setting | default |
 /// |---|---|
 /// | [`name`](Self::name) | none |
+/// | [`enabled`](Self::enabled) | `true` |
 /// | [`max_copies`](Self::max_copies) | 2 (the original and one hedge) |
 /// | [`delay`](Self::delay) | 10 ms |
 /// | [`max_delay`](Self::max_delay) | none |
@@ -62,6 +64,7 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// `fallback` and `delay_fn` turn it off.
 pub struct PolicyBuilder<T = DefaultTimer> {
     name: Option<&'static str>,
+    enabled: bool,
     max_copies: usize,
     delays: Delays,
     max_delay: Option<Duration>,
@@ -93,6 +96,7 @@ impl PolicyBuilder {
     pub fn new() -> Self {
         PolicyBuilder {
             name: None,
+            enabled: true,
             max_copies: 2,
             delays: Delays::Fixed(Duration::from_millis(10)),
             max_delay: None,
@@ -126,6 +130,14 @@ impl<T> PolicyBuilder<T> {
     /// fixed name per kind of call (`"user-reads"`), not a per-request value.
     pub fn name(mut self, name: &'static str) -> Self {
         self.name = Some(name);
+        self
+    }
+
+    /// Whether the policy starts enabled: `false` builds it switched off, every call running
+    /// its original alone until [`Policy::set_enabled(true)`](Policy::set_enabled). The
+    /// kill switch of a configuration file (`enabled = false`). Default `true`.
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
         self
     }
 
@@ -376,6 +388,7 @@ impl<T> PolicyBuilder<T> {
     pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
         PolicyBuilder {
             name: self.name,
+            enabled: self.enabled,
             max_copies: self.max_copies,
             delays: self.delays,
             max_delay: self.max_delay,
@@ -423,6 +436,7 @@ impl<T> PolicyBuilder<T> {
             schedule: Schedule { delays, max_delay },
             hedge_probability: self.hedge_probability,
             rolls: self.max_copies > 1 && self.hedge_probability < 1.0,
+            enabled: AtomicBool::new(self.enabled),
             on_hedge: self.on_hedge,
             catch_unwind: self.catch_unwind,
             replace_failed: self.replace_failed,
@@ -443,6 +457,7 @@ impl<T: Clone> Clone for PolicyBuilder<T> {
     fn clone(&self) -> Self {
         PolicyBuilder {
             name: self.name,
+            enabled: self.enabled,
             max_copies: self.max_copies,
             delays: self.delays.clone(),
             max_delay: self.max_delay,
@@ -464,6 +479,7 @@ impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PolicyBuilder")
             .field("name", &self.name)
+            .field("enabled", &self.enabled)
             .field("max_copies", &self.max_copies)
             .field("delays", &self.delays)
             .field("max_delay", &self.max_delay)

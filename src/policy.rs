@@ -2,7 +2,7 @@
 
 use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use core::time::Duration;
 
 use crate::attempt::Attempt;
@@ -42,6 +42,9 @@ pub(crate) struct Shared<T> {
     pub(crate) hedge_probability: f64,
     /// Whether a call rolls the dice: more than one copy, with a probability below 1.
     pub(crate) rolls: bool,
+    /// [`Policy::set_enabled`]'s switch, read where a call decides whether it needs a
+    /// race: never by a call answered on its first poll.
+    pub(crate) enabled: AtomicBool,
     pub(crate) on_hedge: Option<HedgeHook>,
     pub(crate) catch_unwind: bool,
     pub(crate) replace_failed: bool,
@@ -108,6 +111,46 @@ impl<T> Policy<T> {
         }
     }
 
+    /// Turns hedging off (`false`) or back on (`true`) for every call that begins
+    /// afterwards, through this policy and all its clones: a disabled policy runs each
+    /// call's original alone, as a call of one copy (like
+    /// [`max_copies(1)`](crate::PolicyBuilder::max_copies): no timer, no hedge, no
+    /// budget asked), still counted in the [`Stats`], which are kept across switches.
+    /// Calls already begun go on as they began. The kill switch for an operator, or a
+    /// [configuration](crate::PolicyBuilder::enabled) reload.
+    ///
+    /// One atomic store. A call reads the switch once, at the end of its first poll, and
+    /// only if its original is still pending there or failed (so a call answered on its
+    /// first poll pays nothing for it, and the original's
+    /// [`Attempt::max_copies`](crate::Attempt::max_copies) is still the policy's); the
+    /// call then keeps what it read. "Afterwards" is in the sense of the memory model: a
+    /// call first polled on this thread after `set_enabled` returned, or on a thread that
+    /// synchronized with it (through a lock, a channel, a join), sees the switch; a call
+    /// racing with it on another thread sees it or not.
+    ///
+    /// ```
+    /// use hedging::{Hedgeable, Policy};
+    /// # futures::executor::block_on(async {
+    /// let policy = Policy::builder().max_copies(3).build();
+    /// policy.set_enabled(false); // the backend is overloaded: no more copies
+    /// assert!(!policy.is_enabled());
+    /// let row = (|| async { Ok::<_, ()>(1) }).hedged(&policy).await;
+    /// assert_eq!(row, Ok(1));
+    /// assert_eq!(policy.stats().calls, 1); // counted as usual
+    /// policy.set_enabled(true);
+    /// # });
+    /// ```
+    pub fn set_enabled(&self, enabled: bool) {
+        self.shared.enabled.store(enabled, Relaxed);
+    }
+
+    /// Whether calls that begin now may hedge: `false` after
+    /// [`set_enabled(false)`](Policy::set_enabled) or
+    /// [`PolicyBuilder::enabled(false)`](crate::PolicyBuilder::enabled).
+    pub fn is_enabled(&self) -> bool {
+        self.shared.is_enabled()
+    }
+
     /// The [`Budget`] the policy draws extra copies from, if any.
     pub fn budget(&self) -> Option<&Budget> {
         self.shared.budget.as_ref().map(|linked| &linked.budget)
@@ -164,6 +207,7 @@ impl<T: fmt::Debug> fmt::Debug for Policy<T> {
             .field("on_hedge", &shared.on_hedge.is_some())
             .field("catch_unwind", &shared.catch_unwind)
             .field("replace_failed", &shared.replace_failed)
+            .field("enabled", &self.is_enabled())
             .field(
                 "budget",
                 &shared.budget.as_ref().map(|linked| &linked.budget),
@@ -215,6 +259,12 @@ impl<T> Shared<T> {
     #[inline]
     pub(crate) fn loses_roll(&self) -> bool {
         self.rolls && !self.roll()
+    }
+
+    /// Whether calls may hedge: see [`Policy::set_enabled`].
+    #[inline]
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
     }
 
     /// Asks the budget, if any, for one copy beyond the first; `Ok(true)` when the copy
