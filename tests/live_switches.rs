@@ -378,3 +378,150 @@ fn flipping_the_switch_while_8_threads_make_calls_is_seen_by_every_call_begun_af
     );
     assert_eq!(timer.live_sleeps(), 0, "no call armed a timer");
 }
+
+// --- Budget::set_ratio ------------------------------------------------------------------
+
+fn budgeted(timer: &ManualTimer, budget: &Budget) -> Policy<ManualTimer> {
+    Policy::builder()
+        .max_copies(2)
+        .delay(ms(10))
+        .budget(budget)
+        .timer(timer.clone())
+        .build()
+}
+
+/// A call whose original takes 100 ms and whose hedge takes 1 ms: `Ok(1)` when the
+/// budget lets the hedge out, `Ok(0)` when it refuses it.
+fn slow_call(timer: &ManualTimer, policy: &Policy<ManualTimer>) -> Result<u32, u32> {
+    Driver::new(slow_original(timer).factory().hedged(policy)).run(timer)
+}
+
+/// A call answered at once: it asks the budget nothing and earns.
+fn instant_call(policy: &Policy<ManualTimer>) {
+    let answer: Result<u8, ()> = futures::executor::block_on((|| async { Ok(0) }).hedged(policy));
+    assert_eq!(answer, Ok(0));
+}
+
+/// A call whose two copies fail 1 ms after they start.
+fn failing_call(timer: &ManualTimer, policy: &Policy<ManualTimer>) -> Result<u32, u32> {
+    let backend = Backend::new(timer, [Step::err(1, 0), Step::err(1, 1)]);
+    Driver::new(backend.factory().hedged(policy)).run(timer)
+}
+
+#[test]
+fn set_ratio_changes_what_each_earning_call_deposits_from_now_on() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.5).burst(3.0);
+    let policy = budgeted(&timer, &budget);
+    for _ in 0..3 {
+        assert_eq!(slow_call(&timer, &policy), Ok(1), "the burst pays");
+    }
+    assert_eq!(budget.tokens(), 0.0);
+
+    budget.set_ratio(1.0);
+    assert_eq!(budget.ratio(), 1.0);
+    instant_call(&policy);
+    instant_call(&policy);
+    // The next call to ask credits the two at a token each, not half a token, and
+    // spends one.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(budget.tokens(), 1.0);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.budget_denied), (6, 4, 0));
+}
+
+#[test]
+fn set_ratio_lowered_trims_the_savings_to_the_new_cap_when_a_copy_next_asks() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.1);
+    let policy = budgeted(&timer, &budget);
+    for _ in 0..1_000 {
+        instant_call(&policy);
+    }
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(
+        budget.tokens(),
+        99.0,
+        "a second of 1,000 calls at 10%, less one"
+    );
+
+    budget.set_ratio(0.02);
+    assert_eq!(budget.tokens(), 99.0, "kept until a copy asks");
+    // The last second's 1,001 calls may save 20.02 tokens at 2%: one is spent from those.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(budget.tokens(), 19.02);
+}
+
+#[test]
+fn set_ratio_is_clamped_as_budget_new_clamps() {
+    let budget = Budget::new(0.1);
+    budget.set_ratio(-1.0);
+    assert_eq!(budget.ratio(), 0.0);
+    budget.set_ratio(f64::NAN);
+    assert_eq!(budget.ratio(), 0.0);
+    budget.set_ratio(0.25);
+    assert_eq!(budget.ratio(), 0.25);
+    assert_eq!(budget.tokens(), 10.0, "the tokens are kept");
+}
+
+#[test]
+fn set_ratio_on_a_throttling_budget_changes_its_token_ratio() {
+    let timer = ManualTimer::new();
+    let budget = Budget::throttling(10.0, 0.1);
+    let policy = budgeted(&timer, &budget);
+    assert_eq!(failing_call(&timer, &policy), Err(0));
+    assert_eq!(budget.tokens(), 8.0);
+
+    budget.set_ratio(0.5);
+    assert_eq!(budget.ratio(), 0.5);
+    instant_call(&policy);
+    assert_eq!(budget.tokens(), 8.5, "a win earns the new token_ratio back");
+
+    budget.set_ratio(-1.0);
+    assert_eq!(
+        budget.ratio(),
+        0.001,
+        "clamped as Budget::throttling clamps"
+    );
+    budget.set_ratio(f64::NAN);
+    assert_eq!(budget.ratio(), 0.001);
+    assert!(
+        format!("{budget:?}").contains("max_tokens: 10.0"),
+        "max_tokens kept"
+    );
+}
+
+#[test]
+fn set_ratio_is_seen_by_every_policy_sharing_the_budget_and_keeps_their_stats() {
+    let timer = ManualTimer::new();
+    let budget = Budget::new(0.0).burst(2.0);
+    let reads = budgeted(&timer, &budget);
+    let lists = budgeted(&timer, &budget);
+    assert_eq!(slow_call(&timer, &reads), Ok(1));
+    assert_eq!(slow_call(&timer, &lists), Ok(1));
+    assert_eq!(slow_call(&timer, &lists), Ok(0), "no token left");
+
+    budget.clone().set_ratio(1.0);
+    for _ in 0..3 {
+        instant_call(&reads);
+    }
+    // Reads credits its calls at the new ratio when it next asks: up to the burst of
+    // two tokens, one spent.
+    assert_eq!(slow_call(&timer, &reads), Ok(1));
+    assert_eq!(
+        slow_call(&timer, &lists),
+        Ok(1),
+        "what reads earned, lists spends"
+    );
+    assert_eq!((reads.stats().calls, reads.stats().hedges), (5, 2));
+    let lists = lists.stats();
+    assert_eq!((lists.calls, lists.hedges, lists.budget_denied), (3, 2, 1));
+}
+
+#[test]
+fn a_budget_configured_after_set_ratio_keeps_the_new_ratio() {
+    let budget = Budget::new(0.1);
+    budget.set_ratio(0.3);
+    assert_eq!(budget.clone().max_outstanding(2).ratio(), 0.3);
+    assert_eq!(budget.min_per_second(1).ratio(), 0.3);
+}

@@ -35,7 +35,7 @@ impl Budget {
             };
             inner.recent.add(recent, now);
         }
-        self.deposit(earning.saturating_mul(inner.config.ratio_units), now);
+        self.deposit(earning.saturating_mul(self.ratio_units()), now);
     }
 
     /// The most units the balance may reach at `now` (nanoseconds).
@@ -48,7 +48,7 @@ impl Budget {
             .inner
             .recent
             .sum(now)
-            .saturating_mul(config.ratio_units);
+            .saturating_mul(self.ratio_units());
         earned.max(config.max_units)
     }
 
@@ -68,7 +68,7 @@ impl Budget {
     /// A copy won: a throttling budget earns `token_ratio` back.
     pub(crate) fn copy_won(&self) {
         // A throttling budget's cap is fixed: it reads no clock.
-        self.deposit(self.inner.config.ratio_units, 0);
+        self.deposit(self.ratio_units(), 0);
     }
 
     /// A copy failed: a throttling budget spends a token (never below zero).

@@ -109,17 +109,16 @@ pub struct Budget {
 /// How a budget decides; fixed when it is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    /// Each call deposits `ratio_units`, each extra copy withdraws a token.
+    /// Each call deposits the ratio, each extra copy withdraws a token.
     Bucket,
-    /// gRPC A6: failed copies spend a token, winning copies earn `ratio_units` back.
+    /// gRPC A6: failed copies spend a token, winning copies earn the ratio back.
     Throttling,
 }
 
+/// What is fixed when a budget is made; its ratio is not: see [`Budget::set_ratio`].
 #[derive(Clone, Copy, Debug)]
 struct Config {
     kind: Kind,
-    /// Units deposited per earning call (a bucket) or per winning copy (throttling).
-    ratio_units: u64,
     /// The units held at the start, and the most held: a fixed cap for throttling and an
     /// explicit burst, else the least the savings cap falls to.
     max_units: u64,
@@ -133,6 +132,8 @@ struct Config {
 
 struct Inner {
     config: Config,
+    /// Units deposited per earning call (a bucket) or per winning copy (throttling).
+    ratio_units: AtomicU64,
     balance: AtomicU64,
     /// The calls credited in each slot of the last second, for the savings cap.
     recent: Recent,
@@ -151,15 +152,16 @@ impl Budget {
     /// A negative or NaN `ratio` is clamped to `0.0`: no deposits, so only the initial
     /// burst can be spent. An infinite one fills the bucket on every call.
     pub fn new(ratio: f64) -> Self {
-        let ratio = if ratio.is_nan() { 0.0 } else { ratio.max(0.0) };
-        Budget::with(Config {
-            kind: Kind::Bucket,
-            ratio_units: units(ratio),
-            max_units: DEFAULT_BURST * UNIT,
-            follows_traffic: true,
-            max_outstanding: UNCAPPED,
-            min_per_second: 0,
-        })
+        Budget::with(
+            Kind::Bucket.ratio_units(ratio),
+            Config {
+                kind: Kind::Bucket,
+                max_units: DEFAULT_BURST * UNIT,
+                follows_traffic: true,
+                max_outstanding: UNCAPPED,
+                min_per_second: 0,
+            },
+        )
     }
 
     /// gRPC's retry throttling (proposal A6, `retryThrottling`), counted per copy as A6
@@ -190,25 +192,23 @@ impl Budget {
         } else {
             units(max_tokens).clamp(lowest, highest)
         };
-        let ratio_units = if token_ratio.is_nan() {
-            lowest
-        } else {
-            units(token_ratio).max(lowest)
-        };
-        Budget::with(Config {
-            kind: Kind::Throttling,
-            ratio_units,
-            max_units,
-            follows_traffic: false,
-            max_outstanding: UNCAPPED,
-            min_per_second: 0,
-        })
+        Budget::with(
+            Kind::Throttling.ratio_units(token_ratio),
+            Config {
+                kind: Kind::Throttling,
+                max_units,
+                follows_traffic: false,
+                max_outstanding: UNCAPPED,
+                min_per_second: 0,
+            },
+        )
     }
 
-    fn with(config: Config) -> Self {
+    fn with(ratio_units: u64, config: Config) -> Self {
         Budget {
             inner: Arc::new(Inner {
                 config,
+                ratio_units: AtomicU64::new(ratio_units),
                 balance: AtomicU64::new(config.max_units),
                 recent: Recent::new(),
                 outstanding: AtomicU64::new(0),
@@ -217,11 +217,11 @@ impl Budget {
         }
     }
 
-    /// Copies the configuration with one change into a new, full budget.
+    /// Copies the configuration and the ratio, with one change, into a new, full budget.
     fn reconfigured(&self, change: impl FnOnce(&mut Config)) -> Self {
         let mut config = self.inner.config;
         change(&mut config);
-        Budget::with(config)
+        Budget::with(self.ratio_units(), config)
     }
 
     /// A fixed cap on the tokens a token bucket holds, which it also starts with: how many
@@ -276,9 +276,44 @@ impl Budget {
     }
 
     /// The tokens each call that asked for no extra copy deposits (a token bucket), or each
-    /// winning copy earns back (throttling), after clamping.
+    /// winning copy earns back (throttling), after clamping: as made, or as last
+    /// [set](Budget::set_ratio).
     pub fn ratio(&self) -> f64 {
-        self.inner.config.ratio_units as f64 / UNIT as f64
+        self.ratio_units() as f64 / UNIT as f64
+    }
+
+    /// Changes the ratio of this budget, shared by every policy and clone that holds it,
+    /// for what comes next: a token bucket's `ratio` (clamped as [`Budget::new`] clamps
+    /// it), or a throttling budget's `token_ratio` (clamped as
+    /// [`Budget::throttling`] clamps it). One atomic store: calls in flight go on, the
+    /// tokens and every other setting are kept, and the policies' stats are untouched.
+    ///
+    /// For a token bucket, following [How it decides](Budget#how-it-decides): every
+    /// earning call credited from now on deposits the new ratio (calls that ended but are
+    /// not credited yet too: see [When deposits land](Budget#when-deposits-land)), and
+    /// what the bucket may save is the new ratio × the last second's calls (at least 10
+    /// tokens, or the explicit [`burst`](Budget::burst)) at once. Lowering the ratio so
+    /// trims savings above the new cap when a copy next asks; raising it adds no tokens,
+    /// it lets the bucket earn and save more from now on. For throttling, each winning
+    /// copy earns the new `token_ratio` back; `max_tokens` is kept.
+    ///
+    /// ```
+    /// use hedging::Budget;
+    /// let budget = Budget::new(0.10);
+    /// let shared = budget.clone(); // held by a policy, say
+    /// budget.set_ratio(0.02);      // a backend in trouble: hedge less
+    /// assert_eq!(shared.ratio(), 0.02);
+    /// budget.set_ratio(-1.0);      // clamped as `Budget::new` clamps
+    /// assert_eq!(shared.ratio(), 0.0);
+    /// ```
+    pub fn set_ratio(&self, ratio: f64) {
+        let units = self.inner.config.kind.ratio_units(ratio);
+        self.inner.ratio_units.store(units, Relaxed);
+    }
+
+    /// The ratio in units.
+    fn ratio_units(&self) -> u64 {
+        self.inner.ratio_units.load(Relaxed)
     }
 
     /// The tokens now. For a token bucket, calls not yet credited are not included (see
@@ -292,6 +327,25 @@ impl Budget {
     /// [`max_outstanding`](Budget::max_outstanding); always 0 without that cap.
     pub fn outstanding(&self) -> usize {
         self.inner.outstanding.load(Relaxed) as usize
+    }
+}
+
+impl Kind {
+    /// A ratio in units, clamped as the kind's constructor says: a bucket's to at least
+    /// 0 (NaN: 0), throttling's `token_ratio` to at least 0.001 (NaN: 0.001).
+    fn ratio_units(self, ratio: f64) -> u64 {
+        match self {
+            Kind::Bucket if ratio.is_nan() => 0,
+            Kind::Bucket => units(ratio.max(0.0)),
+            Kind::Throttling => {
+                let (lowest, _) = THROTTLING_TOKENS;
+                if ratio.is_nan() {
+                    lowest
+                } else {
+                    units(ratio).max(lowest)
+                }
+            }
+        }
     }
 }
 
