@@ -1,5 +1,6 @@
 //! [`PolicyBuilder`]: every setting of a [`Policy`], clamped as each method says.
 
+use alloc::borrow::Cow;
 use alloc::sync::Arc;
 use core::fmt;
 use core::sync::atomic::AtomicBool;
@@ -63,7 +64,7 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// mode follow observed latencies (with `delay` as its starting point); `parallel`,
 /// `fallback` and `delay_fn` turn it off.
 pub struct PolicyBuilder<T = DefaultTimer> {
-    name: Option<&'static str>,
+    name: Option<Cow<'static, str>>,
     enabled: bool,
     max_copies: usize,
     delays: Delays,
@@ -128,8 +129,12 @@ impl<T> PolicyBuilder<T> {
     /// A label for the policy: `tracing` events carry it as the field `policy`, and
     /// metrics exporters (such as `hedging-opentelemetry`) as an attribute. Use a short,
     /// fixed name per kind of call (`"user-reads"`), not a per-request value.
-    pub fn name(mut self, name: &'static str) -> Self {
-        self.name = Some(name);
+    ///
+    /// A `&'static str` is kept as it is; a `String` (a name read from a configuration
+    /// file) is kept once, with the policy. A call never touches the name unless it emits
+    /// a `tracing` event.
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = Some(name.into());
         self
     }
 
@@ -456,7 +461,7 @@ impl<T> PolicyBuilder<T> {
 impl<T: Clone> Clone for PolicyBuilder<T> {
     fn clone(&self) -> Self {
         PolicyBuilder {
-            name: self.name,
+            name: self.name.clone(),
             enabled: self.enabled,
             max_copies: self.max_copies,
             delays: self.delays.clone(),

@@ -1,5 +1,6 @@
 //! [`Policy`], its builder, and the [`Stats`] every call through it records.
 
+use alloc::borrow::Cow;
 use alloc::sync::Arc;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -36,7 +37,7 @@ pub struct Policy<T = DefaultTimer> {
 }
 
 pub(crate) struct Shared<T> {
-    pub(crate) name: Option<&'static str>,
+    pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) max_copies: usize,
     pub(crate) schedule: Schedule,
     pub(crate) hedge_probability: f64,
@@ -86,8 +87,8 @@ impl PolicyBudget {
 impl<T> Policy<T> {
     /// The policy's label for tracing events and metrics, if
     /// [`name`](crate::PolicyBuilder::name) gave it one.
-    pub fn name(&self) -> Option<&'static str> {
-        self.shared.name
+    pub fn name(&self) -> Option<&str> {
+        self.shared.name.as_deref()
     }
 
     /// The most copies a call may start, the original included.

@@ -13,7 +13,7 @@ use crate::attempt::Attempt;
 /// A copy beyond the first is about to start (`copy`: its index, `elapsed_us`: since
 /// the original started).
 #[inline]
-pub(crate) fn hedge_launched(policy: Option<&'static str>, attempt: &Attempt) {
+pub(crate) fn hedge_launched(policy: Option<&str>, attempt: &Attempt) {
     #[cfg(feature = "tracing")]
     tracing::debug!(
         target: "hedging",
@@ -29,12 +29,7 @@ pub(crate) fn hedge_launched(policy: Option<&'static str>, attempt: &Attempt) {
 /// Copy `copy` failed (a `Retry` verdict, or a panic caught by `catch_unwind`) and the
 /// race goes on. Silent when hedging is off for the call.
 #[inline]
-pub(crate) fn copy_failed(
-    policy: Option<&'static str>,
-    copy: usize,
-    max_copies: usize,
-    panicked: bool,
-) {
+pub(crate) fn copy_failed(policy: Option<&str>, copy: usize, max_copies: usize, panicked: bool) {
     #[cfg(feature = "tracing")]
     if max_copies > 1 {
         tracing::debug!(target: "hedging", policy, copy, panicked, "copy failed");
@@ -45,7 +40,7 @@ pub(crate) fn copy_failed(
 /// Copy `copy` won a race in which `launched` copies started. Silent unless a hedge
 /// started: an original that wins alone is the common case and not news.
 #[inline]
-pub(crate) fn won(policy: Option<&'static str>, copy: usize, launched: usize) {
+pub(crate) fn won(policy: Option<&str>, copy: usize, launched: usize) {
     #[cfg(feature = "tracing")]
     if launched > 1 {
         tracing::debug!(target: "hedging", policy, copy, launched, "hedge race won");
@@ -57,7 +52,7 @@ pub(crate) fn won(policy: Option<&'static str>, copy: usize, launched: usize) {
 /// `max_copies`; the call goes on with the copies it has. Once per refused copy, however
 /// often it asked, as [`Stats::budget_denied`](crate::Stats::budget_denied) counts.
 #[inline]
-pub(crate) fn budget_refused(policy: Option<&'static str>, copy: usize, max_copies: usize) {
+pub(crate) fn budget_refused(policy: Option<&str>, copy: usize, max_copies: usize) {
     #[cfg(feature = "tracing")]
     tracing::debug!(target: "hedging", policy, copy, max_copies, "hedge refused by budget");
     let _ = (policy, copy, max_copies);

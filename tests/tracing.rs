@@ -251,3 +251,32 @@ fn refusal_events_agree_with_budget_denied() {
     );
     assert_eq!(refusals(&events), denied, "one event per refused copy");
 }
+#[test]
+fn a_name_read_at_run_time_is_the_policy_field_of_every_event() {
+    let recorder = Recorder::default();
+    // A name built at run time, as one read from a configuration file is.
+    let name = ["user", "reads"].join("-");
+    let output = tracing::subscriber::with_default(recorder.clone(), || {
+        let timer = ManualTimer::new();
+        let backend = Backend::new(&timer, [Step::err(4, 7), Step::ok(1, 1)]);
+        let policy = Policy::builder()
+            .name(name.clone())
+            .max_copies(2)
+            .delay(ms(10))
+            .timer(timer.clone())
+            .build();
+        assert_eq!(policy.name(), Some("user-reads"));
+        let mut call = Driver::new(backend.factory().hedged(&policy));
+        call.run(&timer)
+    });
+    assert_eq!(output, Ok(1));
+    let events = recorder.0.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        [
+            "copy failed policy=\"user-reads\" copy=0 panicked=false",
+            "hedge launched policy=\"user-reads\" copy=1 max_copies=2 elapsed_us=4000",
+            "hedge race won policy=\"user-reads\" copy=1 launched=2",
+        ]
+    );
+}

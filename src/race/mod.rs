@@ -366,7 +366,11 @@ impl<T, E> Race<T, E> {
         if self.refused != self.launched + 1 {
             self.refused = self.launched + 1;
             shared.budget_refused();
-            crate::trace::budget_refused(shared.name, self.launched.into(), self.max_copies.into());
+            crate::trace::budget_refused(
+                shared.name.as_deref(),
+                self.launched.into(),
+                self.max_copies.into(),
+            );
         }
         match self.reason {
             // No timed copy until another starts (a failure may still ask for this one).
@@ -387,7 +391,7 @@ impl<T, E> Race<T, E> {
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(attempt);
         }
-        crate::trace::hedge_launched(shared.name, attempt);
+        crate::trace::hedge_launched(shared.name.as_deref(), attempt);
     }
 
     /// The copy of the last [`Next::Start`] was made: it is in flight.

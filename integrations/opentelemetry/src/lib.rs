@@ -105,7 +105,9 @@ pub fn register<T>(policy: &Policy<T>, meter: &Meter)
 where
     T: Send + Sync + 'static,
 {
-    let name = policy.name().map(|name| KeyValue::new(POLICY_NAME, name));
+    let name = policy
+        .name()
+        .map(|name| KeyValue::new(POLICY_NAME, name.to_owned()));
     let attributes =
         |extra: Option<KeyValue>| -> Vec<KeyValue> { name.iter().cloned().chain(extra).collect() };
 
