@@ -125,6 +125,8 @@
 //!   `Service`.
 //! - `tracing`: `DEBUG` events (target `hedging`) when a hedge starts, a copy fails, a
 //!   race with hedges is won, or the budget refuses a hedge; none on the fast path.
+//! - `serde`: [`config::PolicyConfig`], every builder setting as data, read from TOML,
+//!   YAML or JSON, with durations as `"20ms"` and out-of-range values refused.
 //!
 //! With no timer feature, give the policy a timer with [`PolicyBuilder::timer`]; building
 //! one without fails to compile with a message naming the fix.
@@ -147,6 +149,9 @@ mod adaptive;
 mod attempt;
 mod budget;
 mod builder;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod config;
 mod copies;
 mod ext;
 mod factory;
