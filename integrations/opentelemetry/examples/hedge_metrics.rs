@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use hedging::timer::TokioTimer;
 use hedging::{Hedgeable, Policy};
 use opentelemetry::metrics::MeterProvider;
+use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 
@@ -117,21 +118,34 @@ async fn main() -> Result<(), Error> {
         .flat_map(|resource| resource.scope_metrics())
         .flat_map(|scope| scope.metrics())
     {
-        if let AggregatedMetrics::U64(MetricData::Sum(sum)) = metric.data() {
-            for point in sum.data_points() {
-                let mut attributes: Vec<String> = point
-                    .attributes()
-                    .map(|kv| format!("{}={}", kv.key, kv.value))
-                    .collect();
-                attributes.sort();
-                println!(
-                    "  {} {{{}}} = {} {}",
-                    metric.name(),
-                    attributes.join(", "),
-                    point.value(),
-                    metric.unit()
-                );
-            }
+        let points: Vec<(Vec<&KeyValue>, String)> = match metric.data() {
+            AggregatedMetrics::U64(MetricData::Sum(sum)) => sum
+                .data_points()
+                .map(|point| (point.attributes().collect(), point.value().to_string()))
+                .collect(),
+            AggregatedMetrics::U64(MetricData::Gauge(gauge)) => gauge
+                .data_points()
+                .map(|point| (point.attributes().collect(), point.value().to_string()))
+                .collect(),
+            AggregatedMetrics::F64(MetricData::Gauge(gauge)) => gauge
+                .data_points()
+                .map(|point| (point.attributes().collect(), point.value().to_string()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (attributes, value) in points {
+            let mut attributes: Vec<String> = attributes
+                .iter()
+                .map(|kv| format!("{}={}", kv.key, kv.value))
+                .collect();
+            attributes.sort();
+            println!(
+                "  {} {{{}}} = {} {}",
+                metric.name(),
+                attributes.join(", "),
+                value,
+                metric.unit()
+            );
         }
     }
     println!("policy.stats(): {:?}", policy.stats());

@@ -1,8 +1,10 @@
-//! OpenTelemetry metrics for [`hedging`] policies: are the hedges winning?
+//! OpenTelemetry metrics for [`hedging`] policies: are the hedges winning, and what are
+//! the knobs set to?
 //!
 //! [`register`] creates observable counters that read [`Policy::stats`] when the meter
 //! provider collects, so a hedged call pays nothing for them: the policy keeps counting
 //! in its per-thread cells as it always does, and the counters are summed only at export.
+//! Gauges read, at the same time, the delay in effect, the kill switch and the budget.
 //!
 //! ```
 //! use hedging::{timer::TokioTimer, Policy};
@@ -30,6 +32,19 @@
 //! | `hedging.hedge_wins` | `{call}` | | `hedge_wins`: calls won by a copy other than the first |
 //! | `hedging.budget.denials` | `{hedge}` | | `budget_denied`: copies the budget refused |
 //!
+//! And observable gauges, read at collection time, with the same `hedging.policy.name`
+//! attribute:
+//!
+//! | instrument | type | unit | reads |
+//! |---|---|---|---|
+//! | `hedging.delay` | `f64` gauge | `s` | [`Policy::delay`]: the delay before the first hedge now (the adaptive delay as it stands); no data point in the `fallback` and `delay_fn` modes |
+//! | `hedging.enabled` | `u64` gauge | `1` | [`Policy::is_enabled`]: 1, or 0 once [`Policy::set_enabled(false)`](Policy::set_enabled) |
+//! | `hedging.budget.tokens` | `f64` gauge | `{token}` | [`Budget::tokens`](hedging::Budget::tokens); only for a policy with a budget |
+//! | `hedging.budget.outstanding` | `u64` gauge | `{hedge}` | [`Budget::outstanding`](hedging::Budget::outstanding): extra copies in flight holding a `max_outstanding` slot (0 without that cap); only for a policy with a budget |
+//!
+//! A budget shared by several policies is reported under each policy's name: its gauges
+//! are one budget's, not to be summed over policies.
+//!
 //! `calls` is the sum of `hedging.calls` over its outcomes: one instrument with an
 //! outcome attribute, as the semantic conventions prefer to a counter per outcome, so
 //! summing a metric over its attributes gives a meaningful total. The three outcomes of
@@ -44,7 +59,10 @@
 //!   that came back first. Near zero, the delay is too short (hedges start while the
 //!   original is about to answer); near one, every hedge pays for itself.
 //! - *What does hedging cost?* `hedging.hedges / hedging.calls`: extra requests per call.
-//! - *Is the budget biting?* `hedging.budget.denials` above zero: hedges it refused.
+//! - *Is the budget biting?* `hedging.budget.denials` above zero: hedges it refused;
+//!   `hedging.budget.tokens` near zero says it is about to.
+//! - *What is it set to?* `hedging.delay` against the backend's latency percentiles, and
+//!   `hedging.enabled` to see who switched hedging off.
 //!
 //! # gRPC A96
 //!
@@ -67,6 +85,7 @@
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
 
+use hedging::timer::Timer;
 use hedging::{Policy, Stats};
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 use opentelemetry::KeyValue;
@@ -78,11 +97,13 @@ pub const POLICY_NAME: &str = "hedging.policy.name";
 /// `cancelled`.
 pub const OUTCOME: &str = "hedging.outcome";
 
-/// Creates the observable counters listed in the crate docs for `policy` on `meter`.
+/// Creates the observable counters and gauges listed in the crate docs for `policy` on
+/// `meter`.
 ///
 /// Nothing is recorded on a call's path: each collection reads [`Policy::stats`] once
-/// per instrument. The callbacks hold a clone of the policy for as long as the meter
-/// provider lives; register a policy once.
+/// per counter, and the delay, the switch and the budget once per gauge. The callbacks
+/// hold a clone of the policy for as long as the meter provider lives; register a policy
+/// once.
 ///
 /// ```
 /// use hedging::{timer::TokioTimer, Policy};
@@ -103,7 +124,7 @@ pub const OUTCOME: &str = "hedging.outcome";
 /// ```
 pub fn register<T>(policy: &Policy<T>, meter: &Meter)
 where
-    T: Send + Sync + 'static,
+    T: Timer + Send + Sync + 'static,
 {
     let name = policy
         .name()
@@ -160,6 +181,61 @@ where
         attributes(None),
         |stats| stats.budget_denied,
     );
+    gauges(policy, meter, attributes(None));
+}
+
+/// The gauges of the knobs: the delay in effect, the switch, and the budget if any.
+fn gauges<T>(policy: &Policy<T>, meter: &Meter, attributes: Vec<KeyValue>)
+where
+    T: Timer + Send + Sync + 'static,
+{
+    let (delay_policy, delay_attributes) = (policy.clone(), attributes.clone());
+    meter
+        .f64_observable_gauge("hedging.delay")
+        .with_description(
+            "The delay before a call's first hedge as it stands now: fixed, or the adaptive delay.",
+        )
+        .with_unit("s")
+        .with_callback(move |observer| {
+            if let Some(delay) = delay_policy.delay() {
+                observer.observe(delay.as_secs_f64(), &delay_attributes);
+            }
+        })
+        .build();
+
+    let (switch_policy, switch_attributes) = (policy.clone(), attributes.clone());
+    meter
+        .u64_observable_gauge("hedging.enabled")
+        .with_description("1 while the policy may hedge, 0 once it was switched off.")
+        .with_unit("1")
+        .with_callback(move |observer| {
+            observer.observe(u64::from(switch_policy.is_enabled()), &switch_attributes);
+        })
+        .build();
+
+    let Some(budget) = policy.budget() else {
+        return;
+    };
+    let (tokens_budget, tokens_attributes) = (budget.clone(), attributes.clone());
+    meter
+        .f64_observable_gauge("hedging.budget.tokens")
+        .with_description("The tokens the policy's hedging budget holds now.")
+        .with_unit("{token}")
+        .with_callback(move |observer| {
+            observer.observe(tokens_budget.tokens(), &tokens_attributes);
+        })
+        .build();
+    let outstanding_budget = budget.clone();
+    meter
+        .u64_observable_gauge("hedging.budget.outstanding")
+        .with_description(
+            "Extra copies in flight holding a slot of the budget's max_outstanding (0 without that cap).",
+        )
+        .with_unit("{hedge}")
+        .with_callback(move |observer| {
+            observer.observe(outstanding_budget.outstanding() as u64, &attributes);
+        })
+        .build();
 }
 
 /// One observable counter reading one field of the policy's stats.

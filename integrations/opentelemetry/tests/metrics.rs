@@ -10,7 +10,7 @@ use std::time::Duration;
 use hedging::timer::TokioTimer;
 use hedging::{Attempt, Budget, Hedgeable, Policy, Stats};
 use opentelemetry::metrics::MeterProvider;
-use opentelemetry::Value;
+use opentelemetry::{KeyValue, Value};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use tokio::time::sleep;
@@ -24,11 +24,22 @@ struct Collector {
 /// One exported data point: metric name and its attributes, sorted.
 type Series = (String, Vec<(String, String)>);
 
-/// What one collection exported: the value and unit of every series.
+/// What one collection exported: the value of every counter's and every gauge's series,
+/// and the unit of every instrument.
 #[derive(Debug)]
 struct Collected {
     values: BTreeMap<Series, u64>,
+    gauges: BTreeMap<Series, f64>,
     units: BTreeMap<String, String>,
+}
+
+/// A data point's attributes as text, sorted.
+fn sorted_attributes<'a>(attributes: impl Iterator<Item = &'a KeyValue>) -> Vec<(String, String)> {
+    let mut attributes: Vec<(String, String)> = attributes
+        .map(|kv| (kv.key.to_string(), value_text(&kv.value)))
+        .collect();
+    attributes.sort();
+    attributes
 }
 
 impl Collector {
@@ -46,27 +57,43 @@ impl Collector {
         self.provider.force_flush().expect("flush");
         let exported = self.exporter.get_finished_metrics().expect("metrics");
         let mut values = BTreeMap::new();
+        let mut gauges = BTreeMap::new();
         let mut units = BTreeMap::new();
         for metric in exported
             .iter()
             .flat_map(|resource| resource.scope_metrics())
             .flat_map(|scope| scope.metrics())
         {
-            units.insert(metric.name().to_owned(), metric.unit().to_owned());
-            let AggregatedMetrics::U64(MetricData::Sum(sum)) = metric.data() else {
-                panic!("{} is not a u64 sum: {:?}", metric.name(), metric.data());
-            };
-            assert!(sum.is_monotonic(), "{} is a counter", metric.name());
-            for point in sum.data_points() {
-                let mut attributes: Vec<(String, String)> = point
-                    .attributes()
-                    .map(|kv| (kv.key.to_string(), value_text(&kv.value)))
-                    .collect();
-                attributes.sort();
-                values.insert((metric.name().to_owned(), attributes), point.value());
+            let name = metric.name().to_owned();
+            units.insert(name.clone(), metric.unit().to_owned());
+            match metric.data() {
+                AggregatedMetrics::U64(MetricData::Sum(sum)) => {
+                    assert!(sum.is_monotonic(), "{name} is a counter");
+                    for point in sum.data_points() {
+                        let series = (name.clone(), sorted_attributes(point.attributes()));
+                        values.insert(series, point.value());
+                    }
+                }
+                AggregatedMetrics::U64(MetricData::Gauge(gauge)) => {
+                    for point in gauge.data_points() {
+                        let series = (name.clone(), sorted_attributes(point.attributes()));
+                        gauges.insert(series, point.value() as f64);
+                    }
+                }
+                AggregatedMetrics::F64(MetricData::Gauge(gauge)) => {
+                    for point in gauge.data_points() {
+                        let series = (name.clone(), sorted_attributes(point.attributes()));
+                        gauges.insert(series, point.value());
+                    }
+                }
+                data => panic!("{name} is neither a u64 counter nor a gauge: {data:?}"),
             }
         }
-        Collected { values, units }
+        Collected {
+            values,
+            gauges,
+            units,
+        }
     }
 }
 
@@ -83,6 +110,14 @@ impl Collected {
             .collect();
         attributes.sort();
         self.values.get(&(metric.to_owned(), attributes)).copied()
+    }
+
+    /// The gauge `metric` of the policy named `name` (or of the unnamed one), if exported.
+    fn gauge(&self, metric: &str, name: Option<&str>) -> Option<f64> {
+        let attributes = name
+            .map(|name| vec![("hedging.policy.name".to_owned(), name.to_owned())])
+            .unwrap_or_default();
+        self.gauges.get(&(metric.to_owned(), attributes)).copied()
     }
 
     /// The stats of the policy named `name` (or of the unnamed one), as exported.
@@ -256,6 +291,8 @@ fn units_follow_the_semantic_conventions() {
     let expected: BTreeMap<String, String> = [
         ("hedging.budget.denials", "{hedge}"),
         ("hedging.calls", "{call}"),
+        ("hedging.delay", "s"),
+        ("hedging.enabled", "1"),
         ("hedging.hedge_wins", "{call}"),
         ("hedging.hedges", "{hedge}"),
     ]
@@ -263,4 +300,154 @@ fn units_follow_the_semantic_conventions() {
     .map(|(name, unit)| (name.to_owned(), unit.to_owned()))
     .collect();
     assert_eq!(units, expected);
+}
+
+// --- Gauges: the knobs, read at collection time -----------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn gauges_read_the_delay_the_switch_and_the_budget_at_collection_time() {
+    let collector = Collector::new();
+    let budget = Budget::new(0.0).burst(6.0).max_outstanding(4);
+    let policy = Policy::builder()
+        .name("knobs")
+        .max_copies(2)
+        .delay(Duration::from_millis(10))
+        .budget(&budget)
+        .timer(TokioTimer::new())
+        .build();
+    hedging_opentelemetry::register(&policy, &collector.provider.meter("test"));
+
+    let before = collector.collect();
+    assert_eq!(before.gauge("hedging.delay", Some("knobs")), Some(0.010));
+    assert_eq!(before.gauge("hedging.enabled", Some("knobs")), Some(1.0));
+    assert_eq!(
+        before.gauge("hedging.budget.tokens", Some("knobs")),
+        Some(6.0)
+    );
+    assert_eq!(
+        before.gauge("hedging.budget.outstanding", Some("knobs")),
+        Some(0.0)
+    );
+
+    // A call whose hedge is in flight holds a token and a slot.
+    let mut call =
+        Box::pin((|a: Attempt| copy(Duration::from_secs(1), Ok(a.index() as u32))).hedged(&policy));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(call.as_mut().poll(&mut cx).is_pending());
+    tokio::time::advance(Duration::from_millis(10)).await;
+    assert!(call.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(policy.stats().hedges, 1);
+    policy.set_enabled(false);
+
+    let during = collector.collect();
+    assert_eq!(during.gauge("hedging.enabled", Some("knobs")), Some(0.0));
+    assert_eq!(
+        during.gauge("hedging.budget.tokens", Some("knobs")),
+        Some(5.0)
+    );
+    assert_eq!(
+        during.gauge("hedging.budget.outstanding", Some("knobs")),
+        Some(1.0)
+    );
+
+    drop(call);
+    policy.set_enabled(true);
+    let after = collector.collect();
+    assert_eq!(after.gauge("hedging.enabled", Some("knobs")), Some(1.0));
+    assert_eq!(
+        after.gauge("hedging.budget.outstanding", Some("knobs")),
+        Some(0.0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_delay_gauge_follows_the_adaptive_delay() {
+    let collector = Collector::new();
+    let policy = Policy::builder()
+        .name("adaptive")
+        .adaptive_delay(0.5)
+        .delay(Duration::from_millis(100)) // until 10 latencies are known
+        .adaptive_min_samples(10)
+        .adaptive_window(Duration::from_millis(400))
+        .timer(TokioTimer::new())
+        .build();
+    hedging_opentelemetry::register(&policy, &collector.provider.meter("test"));
+    assert_eq!(
+        collector.collect().gauge("hedging.delay", Some("adaptive")),
+        Some(0.1)
+    );
+
+    // A second of calls that each answer in 20 ms: the delay follows them down.
+    for _ in 0..50 {
+        let answer = (|| copy(Duration::from_millis(20), Ok(1)))
+            .hedged(&policy)
+            .await;
+        assert_eq!(answer, Ok(1));
+    }
+    let delay = policy.delay().unwrap();
+    assert!(
+        delay < Duration::from_millis(100),
+        "the adaptive delay moved: {delay:?}"
+    );
+    assert_eq!(
+        collector.collect().gauge("hedging.delay", Some("adaptive")),
+        Some(delay.as_secs_f64())
+    );
+}
+
+#[test]
+fn a_policy_without_a_delay_or_a_budget_reports_neither() {
+    let collector = Collector::new();
+    let policy = Policy::builder()
+        .name("fallback")
+        .fallback()
+        .timer(TokioTimer::new())
+        .build();
+    hedging_opentelemetry::register(&policy, &collector.provider.meter("test"));
+    let collected = collector.collect();
+    assert_eq!(collected.gauge("hedging.delay", Some("fallback")), None);
+    assert_eq!(
+        collected.gauge("hedging.budget.tokens", Some("fallback")),
+        None
+    );
+    assert_eq!(
+        collected.gauge("hedging.budget.outstanding", Some("fallback")),
+        None
+    );
+    assert_eq!(
+        collected.gauge("hedging.enabled", Some("fallback")),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn budget_gauges_have_their_units() {
+    let collector = Collector::new();
+    let policy = Policy::builder()
+        .budget(&Budget::throttling(10.0, 0.1))
+        .timer(TokioTimer::new())
+        .build();
+    hedging_opentelemetry::register(&policy, &collector.provider.meter("test"));
+    let collected = collector.collect();
+    assert_eq!(collected.units["hedging.budget.tokens"], "{token}");
+    assert_eq!(collected.units["hedging.budget.outstanding"], "{hedge}");
+    assert_eq!(collected.gauge("hedging.budget.tokens", None), Some(10.0));
+}
+
+#[test]
+fn a_name_read_at_run_time_is_the_policy_attribute() {
+    let collector = Collector::new();
+    let name = String::from("from-a-file");
+    let policy = Policy::builder()
+        .name(name.clone())
+        .timer(TokioTimer::new())
+        .build();
+    hedging_opentelemetry::register(&policy, &collector.provider.meter("test"));
+    drop(name);
+    let collected = collector.collect();
+    assert_eq!(collected.stats(Some("from-a-file")), Stats::default());
+    assert_eq!(
+        collected.gauge("hedging.enabled", Some("from-a-file")),
+        Some(1.0)
+    );
 }
