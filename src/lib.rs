@@ -73,6 +73,7 @@
 //! | Cancellation | Dropping a `Hedge` (or a `HedgeStream` before its commit) drops every copy and the timer, and gives back its budget slots. |
 //! | No lost wake-ups | A `Hedge` polled only when woken runs to completion. |
 //! | Hedge probability | `hedge_probability(p)` is rolled once per call; a miss runs the original alone. |
+//! | Live switches | `Policy::set_enabled(false)`: every call that begins afterwards runs its original alone, as a call of one copy, still counted; `true` brings hedging back. `Budget::set_ratio(r)` changes what the budget credits next. Both are lock-free, keep the stats, and leave calls already begun as they began. |
 //! | Hooks | `on_hedge` runs synchronously just before each copy beyond the first starts: for a plain factory before it is called, for a declining one once it returned `Some`. |
 //! | Stats | `hedges` counts copies started beyond the first; `hedge_wins` calls won by another copy than the first; `budget_denied` copies the budget refused (each once, however often it asked). A call is counted once, where it ends, with its outcome: `calls = wins + failures + cancelled` in every snapshot, across `reset_stats` too. |
 //! | Panics | A panicking copy or factory unwinds through `poll`, unless `catch_unwind` (feature `std`) turns it into a failed copy; a panicking `on_hedge` hook always unwinds. Dropping the unwound `Hedge` drops every copy and counts the call as cancelled. |
