@@ -196,6 +196,44 @@ fn switching_keeps_the_stats_and_counts_disabled_calls_as_usual() {
 }
 
 #[test]
+fn a_disabled_policy_runs_a_stream_s_original_alone() {
+    use futures::StreamExt;
+    use hedging::HedgeableStream;
+
+    let timer = ManualTimer::new();
+    let policy = three_copies(&timer);
+    policy.set_enabled(false);
+    let mut made = Vec::new();
+    let clock = timer.clone();
+    let factory = |a: Attempt| {
+        made.push(a.index());
+        let sleep = hedging::timer::Timer::sleep(&clock, ms(100));
+        futures::stream::once(async move {
+            sleep.await;
+            Ok::<_, u32>(a.index())
+        })
+    };
+    let mut stream = Box::pin(factory.hedged_stream(&policy));
+    assert_eq!(Driver::new(stream.next()).run(&timer), Some(Ok(0)));
+    assert_eq!(timer.now(), ms(100), "no hedge at 10 ms");
+    drop(stream);
+    assert_eq!(made, [0]);
+    assert_eq!((policy.stats().calls, policy.stats().hedges), (1, 0));
+}
+
+#[test]
+fn a_disabled_call_with_a_timeout_times_out_alone() {
+    let timer = ManualTimer::new();
+    let policy = three_copies(&timer);
+    policy.set_enabled(false);
+    let backend = Backend::<common::Failure>::with_errors(&timer, [Step::never(), Step::ok(1, 1)]);
+    let call = backend.factory().hedged(&policy).timeout(ms(50));
+    assert_eq!(Driver::new(call).run(&timer), Err(common::Failure::Elapsed));
+    assert_eq!(timer.now(), ms(50));
+    assert_eq!(backend.started(), 1, "the timeout's race has one copy");
+}
+
+#[test]
 fn a_disabled_policy_asks_its_budget_nothing() {
     let timer = ManualTimer::new();
     let budget = Budget::new(0.0).burst(1.0).max_outstanding(1);
