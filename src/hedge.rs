@@ -248,9 +248,7 @@ where
             Phase::Idle => {
                 let contest = &mut Futures(this.factory);
                 match state.as_mut().start(contest, shared, cx) {
-                    Poll::Pending if untimed && state.as_mut().one_copy(shared) => {
-                        return Poll::Pending
-                    }
+                    Poll::Pending if untimed && state.one_copy(shared) => return Poll::Pending,
                     polled => Some(polled),
                 }
             }

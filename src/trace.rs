@@ -8,16 +8,22 @@
 //! or an original that wins at its first poll) emits nothing, and neither does a call
 //! whose original wins before any hedge starts.
 
+use alloc::borrow::Cow;
+
 use crate::attempt::Attempt;
+
+/// A policy's name, as the policy holds it: read (`as_deref`) only where an event is
+/// emitted, so a call that emits none pays nothing for it.
+pub(crate) type Name = Option<Cow<'static, str>>;
 
 /// A copy beyond the first is about to start (`copy`: its index, `elapsed_us`: since
 /// the original started).
 #[inline]
-pub(crate) fn hedge_launched(policy: Option<&str>, attempt: &Attempt) {
+pub(crate) fn hedge_launched(policy: &Name, attempt: &Attempt) {
     #[cfg(feature = "tracing")]
     tracing::debug!(
         target: "hedging",
-        policy,
+        policy = policy.as_deref(),
         copy = attempt.index(),
         max_copies = attempt.max_copies(),
         elapsed_us = duration_us(attempt.elapsed()),
@@ -29,9 +35,10 @@ pub(crate) fn hedge_launched(policy: Option<&str>, attempt: &Attempt) {
 /// Copy `copy` failed (a `Retry` verdict, or a panic caught by `catch_unwind`) and the
 /// race goes on. Silent when hedging is off for the call.
 #[inline]
-pub(crate) fn copy_failed(policy: Option<&str>, copy: usize, max_copies: usize, panicked: bool) {
+pub(crate) fn copy_failed(policy: &Name, copy: usize, max_copies: usize, panicked: bool) {
     #[cfg(feature = "tracing")]
     if max_copies > 1 {
+        let policy = policy.as_deref();
         tracing::debug!(target: "hedging", policy, copy, panicked, "copy failed");
     }
     let _ = (policy, copy, max_copies, panicked);
@@ -40,9 +47,10 @@ pub(crate) fn copy_failed(policy: Option<&str>, copy: usize, max_copies: usize, 
 /// Copy `copy` won a race in which `launched` copies started. Silent unless a hedge
 /// started: an original that wins alone is the common case and not news.
 #[inline]
-pub(crate) fn won(policy: Option<&str>, copy: usize, launched: usize) {
+pub(crate) fn won(policy: &Name, copy: usize, launched: usize) {
     #[cfg(feature = "tracing")]
     if launched > 1 {
+        let policy = policy.as_deref();
         tracing::debug!(target: "hedging", policy, copy, launched, "hedge race won");
     }
     let _ = (policy, copy, launched);
@@ -52,9 +60,12 @@ pub(crate) fn won(policy: Option<&str>, copy: usize, launched: usize) {
 /// `max_copies`; the call goes on with the copies it has. Once per refused copy, however
 /// often it asked, as [`Stats::budget_denied`](crate::Stats::budget_denied) counts.
 #[inline]
-pub(crate) fn budget_refused(policy: Option<&str>, copy: usize, max_copies: usize) {
+pub(crate) fn budget_refused(policy: &Name, copy: usize, max_copies: usize) {
     #[cfg(feature = "tracing")]
-    tracing::debug!(target: "hedging", policy, copy, max_copies, "hedge refused by budget");
+    {
+        let policy = policy.as_deref();
+        tracing::debug!(target: "hedging", policy, copy, max_copies, "hedge refused by budget");
+    }
     let _ = (policy, copy, max_copies);
 }
 

@@ -170,23 +170,10 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
-    /// Whether this call, once it began, may start one copy only: hedging is off for it,
-    /// or its policy is disabled now (asked last, and kept: see [`State::switched_off`]).
+    /// Whether this call, once it began, may start one copy only: hedging is off for it.
     #[inline]
-    pub(crate) fn one_copy<Tm>(self: Pin<&mut Self>, shared: &Shared<Tm>) -> bool {
-        self.max_copies == 1 || shared.max_copies == 1 || self.switched_off(shared)
-    }
-
-    /// Whether the policy is disabled now; if so the call keeps to one copy. Asked where a
-    /// call whose original did not win its first poll decides whether it needs a race,
-    /// never by a call answered at once.
-    #[inline]
-    fn switched_off<Tm>(self: Pin<&mut Self>, shared: &Shared<Tm>) -> bool {
-        let off = !shared.is_enabled();
-        if off {
-            *self.project().max_copies = 1;
-        }
-        off
+    pub(crate) fn one_copy<Tm>(&self, shared: &Shared<Tm>) -> bool {
+        self.max_copies == 1 || shared.max_copies == 1
     }
 
     /// The copies this call may start, once it began.
@@ -255,21 +242,26 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// with its original started and polled once.
     #[inline]
     pub(crate) fn race<Tm>(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         shared: &Shared<Tm>,
     ) -> (&mut Race<T, E>, Copies<'_, C, S>) {
-        if self.racing.is_none() {
-            self.as_mut().switched_off(shared);
+        let this = self.project();
+        let mut racing = this.racing;
+        if racing.is_none() {
+            // The policy's switch is read here, once per call, where its race is made (a
+            // call answered at once never reads it): a disabled policy races one copy.
             // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
-            let max_copies = self.copies(shared) as u8;
-            self.as_mut().project().racing.set(Some(Racing {
+            let max_copies = match shared.is_enabled() {
+                true => usize::from(*this.max_copies).min(shared.max_copies) as u8,
+                false => 1,
+            };
+            racing.set(Some(Racing {
                 race: Race::new(max_copies),
                 hedges: Cold(None),
                 sleep: None,
             }));
         }
-        let this = self.project();
-        let Some(racing) = this.racing.as_pin_mut() else {
+        let Some(racing) = racing.as_pin_mut() else {
             unreachable!("the race was just made");
         };
         racing.split(this.original.get())

@@ -168,12 +168,7 @@ impl<T, E> Race<T, E> {
         let panicked = matches!(lost, Some(Lost::Panicked(_)));
         #[cfg(not(feature = "std"))]
         let panicked = false;
-        crate::trace::copy_failed(
-            shared.name.as_deref(),
-            index,
-            self.max_copies.into(),
-            panicked,
-        );
+        crate::trace::copy_failed(&shared.name, index, self.max_copies.into(), panicked);
         shared.copy_failed();
         if replace && shared.replace_failed {
             self.owed = self.owed.saturating_add(1);
@@ -262,7 +257,7 @@ impl<T, E> Race<T, E> {
         self.kept.0 = None;
         let (outcome, hedge_win) = match end {
             End::Won { index, .. } => {
-                crate::trace::won(shared.name.as_deref(), *index, self.launched.into());
+                crate::trace::won(&shared.name, *index, self.launched.into());
                 (Counter::Wins, *index > 0)
             }
             _ => (Counter::Failures, false),

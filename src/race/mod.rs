@@ -372,6 +372,7 @@ impl<T, E> Race<T, E> {
                 self.max_copies.into(),
             );
         }
+        crate::trace::budget_refused(&shared.name, self.launched.into(), self.max_copies.into());
         match self.reason {
             // No timed copy until another starts (a failure may still ask for this one).
             Reason::Due => {
@@ -391,7 +392,7 @@ impl<T, E> Race<T, E> {
         if let Some(on_hedge) = &shared.on_hedge {
             on_hedge(attempt);
         }
-        crate::trace::hedge_launched(shared.name.as_deref(), attempt);
+        crate::trace::hedge_launched(&shared.name, attempt);
     }
 
     /// The copy of the last [`Next::Start`] was made: it is in flight.
