@@ -120,11 +120,11 @@ impl<T> Policy<T> {
     /// Calls already begun go on as they began. The kill switch for an operator, or a
     /// [configuration](crate::PolicyBuilder::enabled) reload.
     ///
-    /// One atomic store. A call reads the switch once, at the end of its first poll, and
-    /// only if its original is still pending there or failed (so a call answered on its
-    /// first poll pays nothing for it, and the original's
-    /// [`Attempt::max_copies`](crate::Attempt::max_copies) is still the policy's); the
-    /// call then keeps what it read. "Afterwards" is in the sense of the memory model: a
+    /// One atomic store. A call reads the switch once, where it makes its race: at the
+    /// end of its first poll, if its original did not win there (so a call answered on
+    /// its first poll pays nothing for it, and the original's
+    /// [`Attempt::max_copies`](crate::Attempt::max_copies) is still the policy's); a
+    /// disabled call's race has one copy, and keeps it. "Afterwards" is in the sense of the memory model: a
     /// call first polled on this thread after `set_enabled` returned, or on a thread that
     /// synchronized with it (through a lock, a channel, a join), sees the switch; a call
     /// racing with it on another thread sees it or not.
