@@ -1,4 +1,5 @@
-//! The calls a token bucket counted in the last second, for its savings cap.
+//! The calls a token bucket counted in the last second, for its savings cap, with tests of
+//! its window.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -54,5 +55,57 @@ impl Recent {
             .filter(|packed| slot.wrapping_sub((packed >> 32) as u32) < SLOTS as u32)
             .map(|packed| u64::from(packed as u32))
             .sum()
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_slot_counts_until_the_window_rolls_past_it() {
+        let recent = Recent::new();
+        recent.add(5, 0);
+        recent.add(7, SLOT - 1);
+        assert_eq!(recent.sum(SLOT - 1), 12, "one slot, counted twice");
+        recent.add(1, SECOND - 1);
+        assert_eq!(recent.sum(SECOND - 1), 13, "the last slot of the window");
+        assert_eq!(recent.sum(SECOND), 1, "the first slot rolled out");
+        assert_eq!(recent.sum(2 * SECOND), 0);
+    }
+
+    #[test]
+    fn a_slot_reused_a_window_later_starts_afresh() {
+        let recent = Recent::new();
+        recent.add(5, 0);
+        recent.add(3, SECOND);
+        assert_eq!(recent.sum(SECOND), 3);
+    }
+
+    #[test]
+    fn counts_saturate() {
+        let recent = Recent::new();
+        recent.add(u64::MAX, 0);
+        recent.add(u64::MAX, 0);
+        assert_eq!(recent.sum(0), u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn the_slot_number_wraps_without_losing_the_window() {
+        // The slot number is 32 bits: at the wrap, the window still spans it.
+        let wrap = (1u64 << 32) * SLOT;
+        let recent = Recent::new();
+        recent.add(2, wrap - SLOT);
+        recent.add(3, wrap);
+        assert_eq!(recent.sum(wrap), 5);
+        assert_eq!(recent.sum(wrap + SECOND - SLOT), 3);
+    }
+
+    #[test]
+    fn huge_instants_do_not_overflow() {
+        let recent = Recent::new();
+        recent.add(4, u64::MAX);
+        assert_eq!(recent.sum(u64::MAX), 4);
     }
 }

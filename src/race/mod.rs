@@ -367,12 +367,11 @@ impl<T, E> Race<T, E> {
             self.refused = self.launched + 1;
             shared.budget_refused();
             crate::trace::budget_refused(
-                shared.name.as_deref(),
+                &shared.name,
                 self.launched.into(),
                 self.max_copies.into(),
             );
         }
-        crate::trace::budget_refused(&shared.name, self.launched.into(), self.max_copies.into());
         match self.reason {
             // No timed copy until another starts (a failure may still ask for this one).
             Reason::Due => {
