@@ -149,7 +149,7 @@ impl LatencyTracker {
     #[cold]
     fn recorded_without_estimate(&self, slot: u64) {
         let recorded = self.unestimated.fetch_add(1, Relaxed).wrapping_add(1);
-        if recorded % self.config.min_samples.max(1) == 0 {
+        if recorded.is_multiple_of(self.config.min_samples.max(1)) {
             let estimate = self.estimate(slot, true);
             // A rotation that published meanwhile has the last word.
             let _ = self
