@@ -801,3 +801,31 @@ fn a_declining_factory_that_panics_gives_back_no_other_copy_s_slot() {
     drop(call);
     assert_eq!(budget.outstanding(), 0);
 }
+
+#[test]
+fn a_call_whose_copy_1_started_without_asking_earns_nothing_once_it_asks() {
+    // A declining factory that panics making copy 1, under catch_unwind, starts no copy
+    // and asks the budget nothing; copy 2 then asks, and from then on the call earns
+    // nothing, whichever copy it first asked for.
+    let timer = ManualTimer::new();
+    let budget = Budget::new(1.0).burst(10.0);
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(ms(10))
+        .catch_unwind(true)
+        .budget(&budget)
+        .timer(timer.clone())
+        .build();
+    let factory = |attempt: Attempt| -> Option<Copy> {
+        match attempt.index() {
+            0 => Some(Box::pin(std::future::pending())),
+            1 => panic!("the factory of copy 1 fails"),
+            _ => Some(Box::pin(async { Ok(2) })),
+        }
+    };
+    assert_eq!(Driver::new(factory.hedged(&policy)).run(&timer), Ok(2));
+    assert_eq!(budget.tokens(), 9.0);
+    // The next ask credits the ended call: it asked, so it earned nothing.
+    assert_eq!(slow_call(&timer, &policy), Ok(1));
+    assert_eq!(budget.tokens(), 8.0);
+}

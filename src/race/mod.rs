@@ -143,6 +143,9 @@ pub(crate) struct Race<T, E> {
     reason: Reason,
     /// Whether a `RetryAfter` holds the next copy until its due time.
     held: bool,
+    /// Whether the call has asked the budget for a copy beyond its first: from then on
+    /// it earns the budget nothing.
+    asked: bool,
     /// Bit k: copy k is in flight.
     in_flight: u64,
     /// Bit k: copy k holds one of the budget's `max_outstanding` slots, from its start
@@ -201,6 +204,7 @@ impl<T, E> Race<T, E> {
             launched: 1,
             owed: 0,
             refused: 0,
+            asked: false,
             reason: Reason::Due,
             held: false,
             in_flight: 1,
@@ -346,8 +350,9 @@ impl<T, E> Race<T, E> {
         shared: &Shared<Tm>,
         clock: &mut Clock<'_, Tm>,
     ) -> bool {
-        // A call's first ask is for copy 1, refused or not before.
-        let first_ask = self.launched == 1 && self.refused == 0;
+        // Whichever copy it is for: copy 1 may have started without asking (a declining
+        // factory's caught panic).
+        let first_ask = !core::mem::replace(&mut self.asked, true);
         match shared.admit_hedge(first_ask, || clock.now()) {
             Ok(holds_slot) => {
                 self.slots |= u64::from(holds_slot) << self.launched;

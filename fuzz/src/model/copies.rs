@@ -8,13 +8,6 @@ use hedging::Verdict;
 use super::super::script::{End, Factory, Output};
 use super::{keep, Due, Expected, Finished, Model, Reason, Running, World};
 
-/// A call that asked the budget for a copy beyond its first earns nothing, whichever copy
-/// it first asked for, as the budget's docs say. The code counts a call as asking only when
-/// it asks for copy 1, so a call whose copy 1 started without asking (a declining
-/// factory's caught panic) and that then asks for copy 2 still earns. `false` models the
-/// code until it follows its docs; `true` checks the docs and fails on such scripts.
-const STRICT_FIRST_ASK: bool = false;
-
 impl Model<'_> {
     /// The first poll: the original is made and polled; a win at once returns.
     pub(super) fn start_original(&mut self, now: Duration, world: &mut World) -> Option<Expected> {
@@ -250,11 +243,10 @@ impl Model<'_> {
             return Some(false);
         };
         let admitted = budget.admit(world.calls_ended, earners, now);
-        let first_ask = if STRICT_FIRST_ASK {
-            !self.asked
-        } else {
-            index == 1 && self.last_refused.is_none()
-        };
+        // A call that asked the budget for a copy beyond its first earns nothing, whichever
+        // copy it first asked for (copy 1 may have started without asking: a declining
+        // factory's caught panic).
+        let first_ask = !self.asked;
         if first_ask {
             // Its first ask, refused or not: the call earns nothing.
             world.calls_asked += 1;
