@@ -150,9 +150,14 @@ impl<T, R, K> HedgeLayer<T, R, K> {
     }
 
     /// What each finished copy means, with full control. See [`Hedge::classify`].
+    ///
+    /// Any [`Classify`] that is `Clone`: a closure
+    /// `FnMut(&Result<Resp, E>) -> Verdict`, or a type of its own (one that holds
+    /// settings, such as a list of codes to retry). Each call works on its own clone,
+    /// which sees every copy of that call.
     pub fn classify<Resp, E, K2>(self, classify: K2) -> HedgeLayer<T, R, K2>
     where
-        K2: Fn(&Result<Resp, E>) -> crate::Verdict,
+        K2: Classify<Resp, E> + Clone,
     {
         self.with_classify(classify)
     }

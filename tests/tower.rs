@@ -294,6 +294,38 @@ fn classify_can_withdraw_a_response() {
     );
 }
 
+/// A classifier with settings of its own: errors at or above `fatal_from` end the call.
+#[derive(Clone)]
+struct FatalFrom {
+    fatal_from: u32,
+}
+
+impl hedging::Classify<u32, u32> for FatalFrom {
+    fn verdict(&mut self, result: &Result<u32, u32>) -> Verdict {
+        match result {
+            Ok(_) => Verdict::Win,
+            Err(code) if *code >= self.fatal_from => Verdict::Fatal,
+            Err(_) => Verdict::Retry,
+        }
+    }
+}
+
+#[test]
+fn classify_takes_any_cloneable_classify_not_only_a_closure() {
+    let timer = ManualTimer::new();
+    // The original fails with 3 (retried: copy 1 at once), copy 1 with 9 (fatal).
+    let backend = Backend::new(&timer, [Step::err(1, 3), Step::err(1, 9), Step::ok(1, 1)]);
+    let policy = policy(&timer, 3, 10);
+    let mut service = HedgeLayer::new(policy.clone())
+        .classify(FatalFrom { fatal_from: 5 })
+        .layer(Scripted::new(&backend));
+
+    block_on(service.ready()).unwrap();
+    assert_eq!(Driver::new(service.call(1)).run(&timer), Err(9));
+    assert_eq!(backend.started(), 2, "the fatal error ended the call");
+    assert_eq!(policy.stats().failures, 1);
+}
+
 /// Hands out readiness permits; a clone starts unready, like tower's `Buffer`, and
 /// calling an instance that is not ready panics, as tower allows services to.
 struct Gated {
