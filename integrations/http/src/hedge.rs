@@ -2,24 +2,19 @@
 //! requests over any `tower::Service<http::Request<B>>`.
 
 use std::fmt;
-use std::future::Future;
 use std::mem;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures_core::FusedFuture;
 use hedging::timer::Timer;
 use hedging::tower::HedgeLayer;
 use hedging::{Attempt, Classify, Policy};
 use http::{Method, Request, Response};
 use http_body::Body;
-use pin_project::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
-use crate::judge::{read_verdict, unjudge, Judge, ReadVerdict};
 use crate::verdict::DefaultVerdict;
 use crate::NoHedge;
 
@@ -84,7 +79,8 @@ impl<T, K> HttpHedgeLayer<T, K> {
     /// What each copy's response or error means, replacing the
     /// [default verdicts](crate::default_verdict): any
     /// `FnMut(&Result<http::Response<ResBody>, E>) -> Verdict + Clone`, or a type of
-    /// yours implementing [`hedging::Classify`].
+    /// yours implementing [`hedging::Classify`]. Each call classifies its copies with
+    /// one clone of it.
     pub fn classify<K2>(self, classify: K2) -> HttpHedgeLayer<T, K2> {
         HttpHedgeLayer {
             policy: self.policy,
@@ -106,10 +102,7 @@ impl<S, T, K: Clone> Layer<S> for HttpHedgeLayer<T, K> {
     fn layer(&self, inner: S) -> Self::Service {
         HttpHedge {
             inner,
-            policy: self.policy.clone(),
-            methods: Arc::clone(&self.methods),
-            max_replay_bytes: self.max_replay_bytes,
-            classify: self.classify.clone(),
+            layer: self.clone(),
         }
     }
 }
@@ -142,32 +135,11 @@ impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
 /// inner service must be `Clone`: each hedge drives a clone of it to readiness.
 pub struct HttpHedge<S, T, K = DefaultVerdict> {
     inner: S,
-    policy: Policy<T>,
-    methods: Arc<[Method]>,
-    max_replay_bytes: usize,
-    classify: K,
+    layer: HttpHedgeLayer<T, K>,
 }
 
 impl<S, T, K> HttpHedge<S, T, K> {
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The wrapped service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// The wrapped service, unwrapped.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-
-    /// The policy this service hedges by.
-    pub fn policy(&self) -> &Policy<T> {
-        &self.policy
-    }
+    crate::accessors::define_inner_service_accessors!();
 }
 
 impl<S, T, K, B, ResBody> Service<Request<B>> for HttpHedge<S, T, K>
@@ -186,13 +158,13 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        let layer = &self.layer;
         // A call that cannot hedge leaves its body alone.
-        let hedged = self.policy.max_copies() > 1
-            && self.methods.contains(request.method())
+        let hedged = layer.policy.max_copies() > 1
+            && layer.methods.contains(request.method())
             && request.extensions().get::<NoHedge>().is_none();
-        let max_replay_bytes = self.max_replay_bytes;
         let request = request.map(|body| match hedged {
-            true => ReplayBody::read(body, max_replay_bytes),
+            true => ReplayBody::read(body, layer.max_replay_bytes),
             false => ReplayBody::once(body),
         });
         let copies = Copies {
@@ -201,8 +173,8 @@ where
         };
         start(
             &mut self.inner,
-            &self.policy,
-            self.classify.clone(),
+            &layer.policy,
+            layer.classify.clone(),
             copies,
             request,
         )
@@ -217,8 +189,9 @@ pub(crate) struct Copies<Req> {
     pub(crate) max_copies: usize,
 }
 
-/// Sends `request` through the core's race: the instance of `inner` that `poll_ready`
-/// readied sends the original, and the core readies a clone of it for each hedge.
+/// Sends `request` through the core's race, each copy judged by `classify`: the instance
+/// of `inner` that `poll_ready` readied sends the original, and the core readies a clone
+/// of it for each hedge.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,
@@ -234,26 +207,12 @@ where
 {
     let unready = inner.clone();
     let ready = mem::replace(inner, unready);
-    ResponseFuture {
-        race: race_layer(policy, copies)
-            .layer(Judge {
-                inner: ready,
-                classify,
-            })
-            .call(request),
-    }
-}
-
-/// The core's tower layer as both layers here use it: requests copied as `copies` says,
-/// verdicts read from what [`Judge`] attached.
-pub(crate) fn race_layer<Req, R, E, T>(
-    policy: &Policy<T>,
-    copies: Copies<Req>,
-) -> HedgeLayer<T, CopyRequest<Req>, ReadVerdict<R, E>> {
     HedgeLayer::new(policy.clone())
         .clone_request(copies.copy)
-        .classify(read_verdict::<R, E> as ReadVerdict<R, E>)
+        .classify(classify)
         .max_copies(copies.max_copies)
+        .layer(ready)
+        .call(request)
 }
 
 /// How a layer copies a request for attempt `n`; `None` sends the request once.
@@ -275,81 +234,21 @@ pub(crate) fn copy_request<B: Body>(
     Some(copy)
 }
 
-/// The core race's response future, as both layers here build it.
-pub(crate) type Race<S, B, T, K> = hedging::tower::ResponseFuture<
-    Judge<S, K>,
+/// The response future of [`HttpHedge`]: the core's race over copies of one request
+/// ([`hedging::tower::ResponseFuture`]), its output the inner service's own.
+pub type ResponseFuture<S, B, T, K> = hedging::tower::ResponseFuture<
+    S,
     Request<ReplayBody<B>>,
     T,
     CopyRequest<Request<ReplayBody<B>>>,
-    ReadVerdict<
-        <S as Service<Request<ReplayBody<B>>>>::Response,
-        <S as Service<Request<ReplayBody<B>>>>::Error,
-    >,
+    K,
 >;
-
-/// The response future of [`HttpHedge`]: the core's race over copies of one request.
-#[pin_project]
-#[must_use = "futures do nothing unless you `.await` or poll them"]
-pub struct ResponseFuture<S, B, T, K>
-where
-    S: Service<Request<ReplayBody<B>>> + Clone,
-    B: Body,
-    T: Timer,
-    K: Classify<S::Response, S::Error> + Clone,
-{
-    #[pin]
-    race: Race<S, B, T, K>,
-}
-
-impl<S, B, T, K> Future for ResponseFuture<S, B, T, K>
-where
-    S: Service<Request<ReplayBody<B>>> + Clone,
-    B: Body,
-    T: Timer,
-    K: Classify<S::Response, S::Error> + Clone,
-{
-    type Output = Result<S::Response, S::Error>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().race.poll(cx).map(unjudge)
-    }
-}
-
-impl<S, B, T, K> FusedFuture for ResponseFuture<S, B, T, K>
-where
-    S: Service<Request<ReplayBody<B>>> + Clone,
-    B: Body,
-    T: Timer,
-    K: Classify<S::Response, S::Error> + Clone,
-{
-    fn is_terminated(&self) -> bool {
-        self.race.is_terminated()
-    }
-}
-
-impl<S, B, T, K> fmt::Debug for ResponseFuture<S, B, T, K>
-where
-    S: Service<Request<ReplayBody<B>>> + Clone,
-    B: Body,
-    T: Timer,
-    K: Classify<S::Response, S::Error> + Clone,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture")
-            .field("race", &self.race)
-            .finish()
-    }
-}
 
 impl<S: Clone, T, K: Clone> Clone for HttpHedge<S, T, K> {
     fn clone(&self) -> Self {
         HttpHedge {
             inner: self.inner.clone(),
-            policy: self.policy.clone(),
-            methods: Arc::clone(&self.methods),
-            max_replay_bytes: self.max_replay_bytes,
-            classify: self.classify.clone(),
+            layer: self.layer.clone(),
         }
     }
 }
@@ -358,9 +257,7 @@ impl<S: fmt::Debug, T: fmt::Debug, K> fmt::Debug for HttpHedge<S, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpHedge")
             .field("inner", &self.inner)
-            .field("policy", &self.policy)
-            .field("methods", &self.methods)
-            .field("max_replay_bytes", &self.max_replay_bytes)
-            .finish_non_exhaustive()
+            .field("layer", &self.layer)
+            .finish()
     }
 }

@@ -84,10 +84,10 @@
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
 
+mod accessors;
 mod body;
 pub mod grpc;
 mod hedge;
-mod judge;
 mod verdict;
 
 pub use crate::body::ReplayBody;

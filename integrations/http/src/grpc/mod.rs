@@ -173,10 +173,7 @@ impl<S, T> Layer<S> for GrpcHedgeLayer<T> {
     fn layer(&self, inner: S) -> Self::Service {
         GrpcHedge {
             inner,
-            policy: self.policy.clone(),
-            methods: Arc::clone(&self.methods),
-            verdict: self.verdict.clone(),
-            max_replay_bytes: self.max_replay_bytes,
+            layer: self.clone(),
         }
     }
 }
@@ -210,32 +207,11 @@ impl<T: fmt::Debug> fmt::Debug for GrpcHedgeLayer<T> {
 /// tonic's (see the [crate docs](crate#grpc-with-tonic)).
 pub struct GrpcHedge<S, T> {
     inner: S,
-    policy: Policy<T>,
-    methods: Arc<Methods>,
-    verdict: GrpcVerdict,
-    max_replay_bytes: usize,
+    layer: GrpcHedgeLayer<T>,
 }
 
 impl<S, T> GrpcHedge<S, T> {
-    /// The wrapped service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The wrapped service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// The wrapped service, unwrapped.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-
-    /// The policy this service hedges by.
-    pub fn policy(&self) -> &Policy<T> {
-        &self.policy
-    }
+    crate::accessors::define_inner_service_accessors!();
 }
 
 /// The `grpc-timeout` of the call as the caller sent it, kept on every copy so each can
@@ -258,13 +234,13 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        let layer = &self.layer;
         // A call that cannot hedge leaves its body alone.
-        let hedged = self.policy.max_copies() > 1
-            && self.methods.contains(request.uri().path())
+        let hedged = layer.policy.max_copies() > 1
+            && layer.methods.contains(request.uri().path())
             && request.extensions().get::<NoHedge>().is_none();
-        let max_replay_bytes = self.max_replay_bytes;
         let mut request = request.map(|body| match hedged {
-            true => ReplayBody::read(body, max_replay_bytes),
+            true => ReplayBody::read(body, layer.max_replay_bytes),
             false => ReplayBody::once(body),
         });
         if request.body().is_replayable() {
@@ -279,8 +255,8 @@ where
         };
         start(
             &mut self.inner,
-            &self.policy,
-            self.verdict.clone(),
+            &layer.policy,
+            layer.verdict.clone(),
             copies,
             request,
         )
@@ -311,10 +287,7 @@ impl<S: Clone, T> Clone for GrpcHedge<S, T> {
     fn clone(&self) -> Self {
         GrpcHedge {
             inner: self.inner.clone(),
-            policy: self.policy.clone(),
-            methods: Arc::clone(&self.methods),
-            verdict: self.verdict.clone(),
-            max_replay_bytes: self.max_replay_bytes,
+            layer: self.layer.clone(),
         }
     }
 }
@@ -323,10 +296,7 @@ impl<S: fmt::Debug, T: fmt::Debug> fmt::Debug for GrpcHedge<S, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcHedge")
             .field("inner", &self.inner)
-            .field("policy", &self.policy)
-            .field("methods", &self.methods)
-            .field("verdict", &self.verdict)
-            .field("max_replay_bytes", &self.max_replay_bytes)
+            .field("layer", &self.layer)
             .finish()
     }
 }
