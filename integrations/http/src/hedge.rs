@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::mem;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use hedging::timer::Timer;
@@ -14,9 +13,10 @@ use http_body::Body;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use hedging_http_rules::HedgedMethods;
+
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
 use crate::verdict::DefaultVerdict;
-use crate::NoHedge;
 
 /// A [`Layer`] that hedges HTTP requests by one [`Policy`]: [`HttpHedge`] around the
 /// inner service.
@@ -43,7 +43,7 @@ use crate::NoHedge;
 /// - verdicts: [`default_verdict`](crate::default_verdict).
 pub struct HttpHedgeLayer<T, K = DefaultVerdict> {
     policy: Policy<T>,
-    methods: Arc<[Method]>,
+    methods: HedgedMethods,
     max_replay_bytes: usize,
     classify: K,
 }
@@ -54,7 +54,7 @@ impl<T> HttpHedgeLayer<T> {
     pub fn new(policy: Policy<T>) -> Self {
         HttpHedgeLayer {
             policy,
-            methods: Arc::from([Method::GET, Method::HEAD, Method::OPTIONS]),
+            methods: HedgedMethods::default(),
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             classify: DefaultVerdict,
         }
@@ -65,7 +65,7 @@ impl<T, K> HttpHedgeLayer<T, K> {
     /// Hedges requests with these methods only, replacing the default `GET`, `HEAD`,
     /// `OPTIONS`. Name only methods that are safe to send twice.
     pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> Self {
-        self.methods = methods.into_iter().collect();
+        self.methods = HedgedMethods::new(methods);
         self
     }
 
@@ -111,7 +111,7 @@ impl<T, K: Clone> Clone for HttpHedgeLayer<T, K> {
     fn clone(&self) -> Self {
         HttpHedgeLayer {
             policy: self.policy.clone(),
-            methods: Arc::clone(&self.methods),
+            methods: self.methods.clone(),
             max_replay_bytes: self.max_replay_bytes,
             classify: self.classify.clone(),
         }
@@ -122,7 +122,7 @@ impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpHedgeLayer")
             .field("policy", &self.policy)
-            .field("methods", &self.methods)
+            .field("methods", &self.methods.as_slice())
             .field("max_replay_bytes", &self.max_replay_bytes)
             .finish_non_exhaustive()
     }
@@ -161,8 +161,7 @@ where
         let layer = &self.layer;
         // A call that cannot hedge leaves its body alone.
         let hedged = layer.policy.max_copies() > 1
-            && layer.methods.contains(request.method())
-            && request.extensions().get::<NoHedge>().is_none();
+            && layer.methods.hedges(request.method(), request.extensions());
         let request = request.map(|body| match hedged {
             true => ReplayBody::read(body, layer.max_replay_bytes),
             false => ReplayBody::once(body),

@@ -93,12 +93,6 @@ mod verdict;
 pub use crate::body::ReplayBody;
 pub use crate::hedge::{HttpHedge, HttpHedgeLayer, ResponseFuture};
 pub use crate::verdict::{default_verdict, retry_after, DefaultVerdict};
-
-/// A request extension that sends the request once, unhedged, whatever its method.
-///
-/// ```
-/// let mut request = http::Request::get("http://example.com/").body(()).unwrap();
-/// request.extensions_mut().insert(hedging_http::NoHedge);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct NoHedge;
+/// The request extension that sends a request once, unhedged, whatever its method; the
+/// same type `reqwest-hedging` reads.
+pub use hedging_http_rules::NoHedge;

@@ -1,10 +1,11 @@
-//! What a finished copy means: [`ClassifyResponse`] and its default, [`DefaultClassify`].
+//! What a finished copy means: [`ClassifyResponse`] and its default, [`DefaultClassify`]
+//! (the shared status table, and reqwest's errors).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use hedging::Verdict;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
-use reqwest::{Response, StatusCode};
+use hedging_http_rules::status_verdict;
+use reqwest::Response;
 
 /// Decides the [`Verdict`] on one copy's answer: a response, or the error of the
 /// middleware below.
@@ -51,8 +52,9 @@ where
 /// | a connect or timeout error | [`Retry`](Verdict::Retry) |
 /// | any other error | [`Fatal`](Verdict::Fatal): returned at once |
 ///
-/// `Retry-After` is read in both of its RFC 9110 forms: seconds, or an HTTP date (a date
-/// in the past means now). If every copy fails, the first copy's answer is returned, so
+/// The table of responses is the one every integration shares
+/// ([`hedging_http_rules::status_verdict`]). `Retry-After` is read in both of its
+/// RFC 9110 forms: seconds, or an HTTP date (a date in the past means now). If every copy fails, the first copy's answer is returned, so
 /// a caller still sees the 503 and its headers.
 ///
 /// # Default
@@ -78,25 +80,6 @@ impl DefaultClassify {
         self.max_retry_after = max_retry_after;
         self
     }
-
-    fn status_verdict(&self, status: StatusCode, headers: &HeaderMap) -> Verdict {
-        let pushback = match status {
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
-                retry_after(headers, SystemTime::now())
-            }
-            _ => None,
-        };
-        match pushback {
-            Some(wait) if wait <= self.max_retry_after => Verdict::RetryAfter(wait),
-            Some(_) => Verdict::Stop,
-            None => match status {
-                StatusCode::BAD_GATEWAY
-                | StatusCode::SERVICE_UNAVAILABLE
-                | StatusCode::GATEWAY_TIMEOUT => Verdict::Retry,
-                _ => Verdict::Win,
-            },
-        }
-    }
 }
 
 impl Default for DefaultClassify {
@@ -108,7 +91,9 @@ impl Default for DefaultClassify {
 impl ClassifyResponse for DefaultClassify {
     fn verdict(&self, result: &reqwest_middleware::Result<Response>) -> Verdict {
         match result {
-            Ok(response) => self.status_verdict(response.status(), response.headers()),
+            Ok(response) => {
+                status_verdict(response.status(), response.headers(), self.max_retry_after)
+            }
             Err(reqwest_middleware::Error::Reqwest(error))
                 if error.is_connect() || error.is_timeout() =>
             {
@@ -119,36 +104,13 @@ impl ClassifyResponse for DefaultClassify {
     }
 }
 
-/// How long a `Retry-After` header asks to wait, counted from `now`: its delay in seconds,
-/// or the time until its HTTP date (zero for a date in the past). `None` when the header
-/// is absent or malformed.
-///
-/// ```
-/// use std::time::{Duration, SystemTime};
-/// use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
-///
-/// let mut headers = HeaderMap::new();
-/// headers.insert(RETRY_AFTER, HeaderValue::from_static("120"));
-/// let now = SystemTime::now();
-/// assert_eq!(reqwest_hedging::retry_after(&headers, now), Some(Duration::from_secs(120)));
-///
-/// headers.insert(RETRY_AFTER, HeaderValue::from_static("Fri, 31 Dec 1999 23:59:59 GMT"));
-/// assert_eq!(reqwest_hedging::retry_after(&headers, now), Some(Duration::ZERO));
-/// ```
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if !value.is_empty() && value.bytes().all(|byte| byte.is_ascii_digit()) {
-        // More seconds than a u64 holds is as good as forever.
-        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::SystemTime;
+
     use super::*;
-    use reqwest::header::HeaderValue;
+    use crate::retry_after;
+    use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 
     fn response(status: u16, retry_after: Option<&str>) -> reqwest_middleware::Result<Response> {
         let mut response = http::Response::builder().status(status);

@@ -80,5 +80,12 @@
 mod classify;
 mod middleware;
 
-pub use crate::classify::{retry_after, ClassifyResponse, DefaultClassify};
-pub use crate::middleware::{HedgeMiddleware, NoHedge};
+pub use crate::classify::{ClassifyResponse, DefaultClassify};
+pub use crate::middleware::HedgeMiddleware;
+/// How long a `Retry-After` header asks to wait, counted from `now`: the parser every
+/// integration shares.
+pub use hedging_http_rules::retry_after;
+/// Opts one request out of hedging: `client.get(url).with_extension(NoHedge)` sends it
+/// once, as if the middleware were not there (and not counted). The same type
+/// `hedging-http` reads.
+pub use hedging_http_rules::NoHedge;

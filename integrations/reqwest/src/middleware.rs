@@ -6,24 +6,12 @@ use std::fmt;
 use async_trait::async_trait;
 use hedging::timer::Timer;
 use hedging::{Attempt, Hedgeable, Policy};
+use hedging_http_rules::HedgedMethods;
 use http::Extensions;
 use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
-
-/// Opts one request out of hedging: insert it in the request's extensions and the
-/// request is sent once, as if the middleware were not there (and not counted).
-///
-/// ```
-/// # async fn send(client: reqwest_middleware::ClientWithMiddleware) -> reqwest_middleware::Result<()> {
-/// use reqwest_hedging::NoHedge;
-///
-/// client.get("http://inventory.internal/reserve").with_extension(NoHedge).send().await?;
-/// # Ok(()) }
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct NoHedge;
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
 /// has not answered within the policy's delay, a copy is sent, and the first answer
@@ -47,7 +35,7 @@ pub struct NoHedge;
 /// # Which requests
 ///
 /// GET, HEAD and OPTIONS by default ([`methods`](Self::methods) replaces the list), and
-/// not those carrying [`NoHedge`]. Requests of other methods pass through, uncounted. A
+/// not those carrying [`NoHedge`](crate::NoHedge). Requests of other methods pass through, uncounted. A
 /// request of a hedged method whose body cannot be copied (a stream) is sent once,
 /// unhedged, and counted in the policy's stats; a `Retry-After` on its answer returns
 /// that answer at once, as no copy can follow it.
@@ -61,7 +49,7 @@ pub struct NoHedge;
 /// alone.
 pub struct HedgeMiddleware<T, C = DefaultClassify> {
     policy: Policy<T>,
-    methods: Vec<Method>,
+    methods: HedgedMethods,
     classify: C,
 }
 
@@ -70,7 +58,7 @@ impl<T> HedgeMiddleware<T> {
     pub fn new(policy: Policy<T>) -> Self {
         HedgeMiddleware {
             policy,
-            methods: vec![Method::GET, Method::HEAD, Method::OPTIONS],
+            methods: HedgedMethods::default(),
             classify: DefaultClassify::new(),
         }
     }
@@ -80,7 +68,7 @@ impl<T, C> HedgeMiddleware<T, C> {
     /// The methods to hedge, replacing the default GET, HEAD and OPTIONS. Hedge only
     /// requests that are safe to send twice; an empty list hedges nothing.
     pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> Self {
-        self.methods = methods.into_iter().collect();
+        self.methods = HedgedMethods::new(methods);
         self
     }
 
@@ -97,17 +85,13 @@ impl<T, C> HedgeMiddleware<T, C> {
     pub fn policy(&self) -> &Policy<T> {
         &self.policy
     }
-
-    fn hedges(&self, request: &Request, extensions: &Extensions) -> bool {
-        self.methods.contains(request.method()) && extensions.get::<NoHedge>().is_none()
-    }
 }
 
 impl<T: fmt::Debug, C> fmt::Debug for HedgeMiddleware<T, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HedgeMiddleware")
             .field("policy", &self.policy)
-            .field("methods", &self.methods)
+            .field("methods", &self.methods.as_slice())
             .finish_non_exhaustive()
     }
 }
@@ -131,7 +115,7 @@ where
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
-        if !self.hedges(&request, extensions) {
+        if !self.methods.hedges(request.method(), extensions) {
             return next.run(request, extensions).await;
         }
         // `None` for a streaming body: the original goes alone, and no copy follows it.

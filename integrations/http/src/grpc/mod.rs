@@ -238,7 +238,7 @@ where
         // A call that cannot hedge leaves its body alone.
         let hedged = layer.policy.max_copies() > 1
             && layer.methods.contains(request.uri().path())
-            && request.extensions().get::<NoHedge>().is_none();
+            && !NoHedge::opts_out(request.extensions());
         let mut request = request.map(|body| match hedged {
             true => ReplayBody::read(body, layer.max_replay_bytes),
             false => ReplayBody::once(body),
