@@ -1,18 +1,21 @@
-//! A loopback tonic server with one hand-written unary method (`test.Echo/Say`, and
-//! `test.Echo/Other` for a method no layer names): messages derive `prost::Message`, so
-//! no protoc is needed. What each copy does is up to a [`Behavior`]; every copy that
-//! reaches the server is logged. Shared by `examples/grpc.rs` and `tests/grpc.rs`.
-#![allow(dead_code)]
+//! [`Server`]: a loopback tonic server with one hand-written unary service
+//! (`test.Echo/Say`, and `test.Echo/Other` for a method no layer names; messages derive
+//! `prost::Message`, so no protoc is needed), and [`say`], one call through any gRPC
+//! service stack.
+//!
+//! Every copy is logged with its script as its key; the [`scripted`] behaviour answers
+//! copy n (by its `grpc-previous-rpc-attempts`) as the script's n-th part says.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
-use hedging_http::ReplayBody;
+use bytes::Bytes;
+use http::Method;
 use tonic::body::Body;
 use tonic::metadata::MetadataMap;
 use tonic::server::{NamedService, UnaryService};
@@ -21,20 +24,26 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 use tonic_prost::ProstCodec;
 
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
+use crate::answer::{Answer, Behavior};
+use crate::log::{real_clock, Arrival, Clock, Log};
+use crate::Error;
 
+/// The hedged method.
 pub const SAY: &str = "/test.Echo/Say";
+/// A second method of the same service.
 pub const OTHER: &str = "/test.Echo/Other";
 
+/// The request: what the server does with each copy, and a payload to carry.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct EchoRequest {
-    /// What the server does with each copy (see `scripted` in the tests).
+    /// The copies' script ([`Answer::scripted`]), and the key they are logged by.
     #[prost(string, tag = "1")]
     pub script: String,
     #[prost(bytes = "vec", tag = "2")]
     pub payload: Vec<u8>,
 }
 
+/// The reply: which copy answered and what it carried.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct EchoReply {
     /// The copy that answered: its `grpc-previous-rpc-attempts`, 0 for the original.
@@ -44,54 +53,57 @@ pub struct EchoReply {
     pub payload_len: u64,
 }
 
-/// What the server does with one copy.
-#[derive(Clone, Debug, Default)]
-pub struct Action {
-    /// Wait this long first.
-    pub stall: Duration,
-    /// Answer with this status, Trailers-Only; `None` answers `OK` with a reply.
-    pub status: Option<Code>,
-    /// A `grpc-retry-pushback-ms` value to send with the status.
-    pub pushback: Option<&'static str>,
+/// A request with `script` and `payload`.
+pub fn request(script: &str, payload: &[u8]) -> tonic::Request<EchoRequest> {
+    tonic::Request::new(EchoRequest {
+        script: script.to_owned(),
+        payload: payload.to_vec(),
+    })
 }
 
-/// Decides each copy's action from its request and its attempt number.
-pub type Behavior = Arc<dyn Fn(&EchoRequest, usize) -> Action + Send + Sync>;
-
-/// One copy as the server saw it.
-#[derive(Clone, Debug)]
-pub struct Seen {
-    pub path: String,
-    pub script: String,
-    pub attempt: usize,
-    pub at: Instant,
-    pub grpc_timeout: Option<String>,
-    pub payload_len: usize,
+/// The copy a gRPC arrival was: its `grpc-previous-rpc-attempts`, 0 without one.
+pub fn attempt(arrival: &Arrival) -> usize {
+    arrival
+        .header("grpc-previous-rpc-attempts")
+        .map_or(0, |a| a.parse().expect("an attempt number"))
 }
 
-/// A running loopback tonic server.
+/// Every copy answers as its script says, by its attempt number.
+pub fn scripted() -> Behavior {
+    Arc::new(|arrival| Answer::scripted(&arrival.key, attempt(arrival)))
+}
+
+/// A running loopback tonic server. It derefs to its [`Log`].
+#[derive(Debug)]
 pub struct Server {
+    /// Where it listens: 127.0.0.1 and a free port.
     pub addr: SocketAddr,
-    pub seen: Arc<Mutex<Vec<Seen>>>,
+    log: Log,
 }
 
 impl Server {
-    /// Binds 127.0.0.1 on a free port (TCP nodelay on) and serves on the current runtime.
+    /// Binds 127.0.0.1 on a free port (TCP nodelay on) and serves on the current
+    /// runtime, arrivals stamped with real time.
     pub async fn start(behavior: Behavior) -> std::io::Result<Server> {
+        Server::start_with_clock(behavior, real_clock()).await
+    }
+
+    /// The same, arrivals stamped with `clock` (a test's virtual clock).
+    pub async fn start_with_clock(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let addr = listener.local_addr()?;
         let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Log::new(clock);
         let echo = Echo {
             behavior,
-            seen: Arc::clone(&seen),
+            log: log.clone(),
         };
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(echo)
                 .serve_with_incoming(incoming),
         );
-        Ok(Server { addr, seen })
+        Ok(Server { addr, log })
     }
 
     /// A channel to this server (TCP nodelay on), connected.
@@ -99,18 +111,17 @@ impl Server {
         let endpoint = Endpoint::from_shared(format!("http://{}", self.addr))?.tcp_nodelay(true);
         Ok(endpoint.connect().await?)
     }
+}
 
-    /// The copies of calls with `script` that reached the server, in arrival order.
-    pub fn seen(&self, script: &str) -> Vec<Seen> {
-        let seen = self.seen.lock().unwrap();
-        seen.iter()
-            .filter(|s| s.script == script)
-            .cloned()
-            .collect()
+impl Deref for Server {
+    type Target = Log;
+
+    fn deref(&self) -> &Log {
+        &self.log
     }
 }
 
-/// One unary call through any gRPC service stack.
+/// One unary call to `path` through any gRPC service stack.
 pub async fn say<S>(
     service: S,
     request: tonic::Request<EchoRequest>,
@@ -119,7 +130,7 @@ pub async fn say<S>(
 where
     S: tonic::client::GrpcService<Body>,
     S::Error: Into<Error>,
-    S::ResponseBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    S::ResponseBody: http_body::Body<Data = Bytes> + Send + 'static,
     <S::ResponseBody as http_body::Body>::Error: Into<Error>,
 {
     let mut grpc = tonic::client::Grpc::new(service);
@@ -131,22 +142,17 @@ where
     Ok(reply.into_inner())
 }
 
-/// The body map that puts a hedging layer in front of a tonic `Channel`.
-pub fn into_tonic_body(request: http::Request<ReplayBody<Body>>) -> http::Request<Body> {
-    request.map(Body::new)
-}
-
 #[derive(Clone)]
 struct Echo {
     behavior: Behavior,
-    seen: Arc<Mutex<Vec<Seen>>>,
+    log: Log,
 }
 
 impl NamedService for Echo {
     const NAME: &'static str = "test.Echo";
 }
 
-impl tower::Service<http::Request<Body>> for Echo {
+impl tower_service::Service<http::Request<Body>> for Echo {
     type Response = http::Response<Body>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
@@ -156,7 +162,7 @@ impl tower::Service<http::Request<Body>> for Echo {
     }
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let method = Method {
+        let method = EchoMethod {
             path: request.uri().path().to_owned(),
             echo: self.clone(),
         };
@@ -171,51 +177,45 @@ impl tower::Service<http::Request<Body>> for Echo {
     }
 }
 
-struct Method {
+struct EchoMethod {
     path: String,
     echo: Echo,
 }
 
-impl UnaryService<EchoRequest> for Method {
+impl UnaryService<EchoRequest> for EchoMethod {
     type Response = EchoReply;
     type Future = Pin<Box<dyn Future<Output = Result<tonic::Response<EchoReply>, Status>> + Send>>;
 
     fn call(&mut self, request: tonic::Request<EchoRequest>) -> Self::Future {
-        let metadata = request.metadata();
-        let attempt =
-            header(metadata, "grpc-previous-rpc-attempts").map_or(0, |a| a.parse().unwrap());
-        let grpc_timeout = header(metadata, "grpc-timeout");
+        let headers = request.metadata().clone().into_headers();
         let message = request.into_inner();
-        let action = (self.echo.behavior)(&message, attempt);
-        self.echo.seen.lock().unwrap().push(Seen {
-            path: self.path.clone(),
-            script: message.script.clone(),
-            attempt,
-            at: Instant::now(),
-            grpc_timeout,
-            payload_len: message.payload.len(),
-        });
+        let log = self.echo.log.clone();
+        let arrival = log.arrive(
+            message.script.clone(),
+            Method::POST,
+            self.path.clone(),
+            headers,
+            Bytes::from(message.payload),
+        );
+        let answer = (self.echo.behavior)(&arrival);
+        let answering = log.answering();
         Box::pin(async move {
-            if !action.stall.is_zero() {
-                tokio::time::sleep(action.stall).await;
-            }
-            match action.status {
+            log.hold(&arrival.key, answer.hold).await;
+            answering.done();
+            match answer.status {
                 None => Ok(tonic::Response::new(EchoReply {
-                    attempt: attempt as u32,
-                    payload_len: message.payload.len() as u64,
+                    attempt: attempt(&arrival) as u32,
+                    payload_len: arrival.body.len() as u64,
                 })),
                 Some(code) => {
-                    let mut metadata = MetadataMap::new();
-                    if let Some(pushback) = action.pushback {
-                        metadata.insert("grpc-retry-pushback-ms", pushback.parse().unwrap());
-                    }
-                    Err(Status::with_metadata(code, "scripted", metadata))
+                    let metadata = MetadataMap::from_headers(answer.headers);
+                    Err(Status::with_metadata(
+                        Code::from_i32(i32::from(code)),
+                        "scripted",
+                        metadata,
+                    ))
                 }
             }
         })
     }
-}
-
-fn header(metadata: &MetadataMap, name: &str) -> Option<String> {
-    metadata.get(name).map(|v| v.to_str().unwrap().to_owned())
 }

@@ -1,0 +1,163 @@
+//! [`Server`]: a loopback HTTP server (HTTP/1.1, and HTTP/2 with prior knowledge) whose
+//! answers a behaviour decides, logging every request it reads; a hyper-util client for
+//! it.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+
+use crate::answer::{Answer, Behavior, Reply, SCRIPT};
+use crate::log::{real_clock, Clock, Log};
+use crate::Error;
+
+/// The behaviour of most tests: each request answers as its `x-script` header says
+/// ([`Answer::scripted`]), copy n by the n-th part; without one, `200` at once.
+pub fn scripted() -> Behavior {
+    Arc::new(|arrival| Answer::scripted(arrival.header(SCRIPT).unwrap_or(""), arrival.copy))
+}
+
+/// A running loopback server. It derefs to its [`Log`].
+#[derive(Debug)]
+pub struct Server {
+    /// Where it listens: 127.0.0.1 and a free port.
+    pub addr: SocketAddr,
+    log: Log,
+}
+
+impl Server {
+    /// Binds 127.0.0.1 on a free port and serves on the current tokio runtime, arrivals
+    /// stamped with real time.
+    pub async fn start(behavior: Behavior) -> std::io::Result<Server> {
+        Server::start_with_clock(behavior, real_clock()).await
+    }
+
+    /// The same, arrivals stamped with `clock` (a test's virtual clock).
+    pub async fn start_with_clock(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let addr = listener.local_addr()?;
+        let log = Log::new(clock);
+        let serving = log.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let (behavior, log) = (Arc::clone(&behavior), serving.clone());
+                let answer =
+                    service_fn(move |request| answer(Arc::clone(&behavior), log.clone(), request));
+                tokio::spawn(async move {
+                    let connection = auto::Builder::new(TokioExecutor::new());
+                    let _ = connection
+                        .serve_connection(TokioIo::new(stream), answer)
+                        .await;
+                });
+            }
+        });
+        Ok(Server { addr, log })
+    }
+
+    /// `http://127.0.0.1:port` and `path`.
+    pub fn uri(&self, path: &str) -> Uri {
+        self.url(path).parse().expect("a valid uri")
+    }
+
+    /// `http://127.0.0.1:port` and `path`, as text.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A request to `path` whose copies answer as `script` says ([`Answer::scripted`]).
+    pub fn request<B>(&self, method: Method, path: &str, script: &str, body: B) -> Request<B> {
+        let mut request = Request::new(body);
+        *request.method_mut() = method;
+        *request.uri_mut() = self.uri(path);
+        let script = script.parse().expect("a script fits in a header");
+        request.headers_mut().insert(SCRIPT, script);
+        request
+    }
+}
+
+impl Deref for Server {
+    type Target = Log;
+
+    fn deref(&self) -> &Log {
+        &self.log
+    }
+}
+
+type ResponseBody = BoxBody<Bytes, Infallible>;
+
+async fn answer(
+    behavior: Behavior,
+    log: Log,
+    request: Request<Incoming>,
+) -> Result<Response<ResponseBody>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let path = parts.uri.path().to_owned();
+    let arrival = log.arrive(path.clone(), parts.method, path, parts.headers, body);
+    let answering = log.answering();
+    let answer = behavior(&arrival);
+    log.hold(&arrival.key, answer.hold).await;
+    let body = match answer.reply {
+        Reply::CopyOf => Bytes::from(format!("copy {} of {}", arrival.copy, arrival.path)),
+        Reply::Echo => arrival.body.clone(),
+        Reply::Bytes(bytes) => bytes,
+    };
+    let body: ResponseBody = match answer.body_hold {
+        crate::Hold::No => Full::new(body).boxed(),
+        hold => {
+            let (first, rest) = body.split_at(body.len() / 2);
+            let (first, rest) = (Bytes::copy_from_slice(first), Bytes::copy_from_slice(rest));
+            let key = arrival.key.clone();
+            let frames = stream::once(async move { Ok(Frame::data(first)) }).chain(stream::once(
+                async move {
+                    log.hold(&key, hold).await;
+                    Ok(Frame::data(rest))
+                },
+            ));
+            BodyExt::boxed(StreamBody::new(frames))
+        }
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(answer.status.unwrap_or(200)).expect("a status");
+    *response.headers_mut() = answer.headers;
+    answering.done();
+    Ok(response)
+}
+
+/// The request body tests and examples send: any body, boxed.
+pub type RequestBody = BoxBody<Bytes, Error>;
+
+/// A whole body from bytes.
+pub fn full(bytes: impl Into<Bytes>) -> RequestBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// A pooled hyper-util client (HTTP/1.1 keep-alive, TCP nodelay, no TLS) taking body `B`.
+pub fn client<B>() -> hyper_util::client::legacy::Client<HttpConnector, B>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)
+}

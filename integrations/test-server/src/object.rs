@@ -1,0 +1,181 @@
+//! Object reads for [`http::Server`](crate::http::Server): [`objects`] answers GETs (whole or
+//! one byte range) and HEADs as an object store's HTTP API does, stalling chosen reads;
+//! [`HyperConnector`] sends `object_store::http::HttpStore`'s requests with hyper-util.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_RANGE, RANGE};
+use http::Method;
+use http_body_util::BodyExt;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody,
+    HttpResponse, HttpResponseBody, HttpService,
+};
+use object_store::http::{HttpBuilder, HttpStore};
+use object_store::{ClientOptions, RetryConfig};
+
+use crate::answer::{Answer, Behavior, Reply};
+use crate::log::{Arrival, Hold};
+
+/// Which reads stall.
+#[derive(Clone, Copy, Debug)]
+pub enum StallWhen {
+    /// The first read of each path.
+    FirstPerPath,
+    /// Read n (counted over every path) when `n % every == every - 1`.
+    OneIn(u64),
+    /// None.
+    Never,
+}
+
+/// Where a stalled read stalls.
+#[derive(Clone, Copy, Debug)]
+pub enum StallWhere {
+    /// Before the answer's headers.
+    Answer,
+    /// After the headers and the first half of the body.
+    Body,
+    /// Before the answer for even-numbered stalls, in the body for odd ones.
+    Alternate,
+}
+
+/// Serves `objects` (path → bytes, paths without a leading slash): a `200` or a `206`
+/// with `Content-Range` for one byte range, `416` for a range outside the object, `404`
+/// for a missing one, and for any read under `unavailable/` a `503` with
+/// `Retry-After: 1000`. Reads that stall as `when` says are held as `hold` says, where
+/// `place` says.
+pub fn objects(
+    objects: HashMap<String, Bytes>,
+    when: StallWhen,
+    place: StallWhere,
+    hold: Hold,
+) -> Behavior {
+    let stalls = AtomicU64::new(0);
+    Arc::new(move |arrival: &Arrival| {
+        let stalls_now = match when {
+            StallWhen::FirstPerPath => arrival.copy == 0,
+            StallWhen::OneIn(every) => arrival.order % every == every - 1,
+            StallWhen::Never => false,
+        };
+        let answer = object(&objects, arrival);
+        if !stalls_now {
+            return answer;
+        }
+        let in_body = match place {
+            StallWhere::Answer => false,
+            StallWhere::Body => true,
+            StallWhere::Alternate => stalls.fetch_add(1, Relaxed) % 2 == 1,
+        };
+        match in_body {
+            true => Answer {
+                body_hold: hold,
+                ..answer
+            },
+            false => answer.hold(hold),
+        }
+    })
+}
+
+fn object(objects: &HashMap<String, Bytes>, arrival: &Arrival) -> Answer {
+    let path = arrival.path.trim_start_matches('/');
+    if path.starts_with("unavailable/") {
+        return Answer::ok().status(503).header("retry-after", "1000");
+    }
+    let empty = Reply::Bytes(Bytes::new());
+    let Some(object) = objects.get(path) else {
+        return Answer::ok().status(404).reply(empty);
+    };
+    let size = object.len() as u64;
+    let range = match arrival.headers.get(RANGE) {
+        None => None,
+        Some(range) => match parse_range(range.as_bytes(), size) {
+            Some(range) => Some(range),
+            None => return Answer::ok().status(416).reply(empty),
+        },
+    };
+    let (status, start, end) = match range {
+        Some((start, end)) => (206, start, end),
+        None => (200, 0, size),
+    };
+    let mut answer = Answer::ok()
+        .status(status)
+        .header(CONTENT_LENGTH.as_str(), &(end - start).to_string());
+    if range.is_some() {
+        let content_range = format!("bytes {start}-{}/{size}", end - 1);
+        answer = answer.header(CONTENT_RANGE.as_str(), &content_range);
+    }
+    let body = match arrival.method {
+        Method::HEAD => Bytes::new(),
+        _ => object.slice(start as usize..end as usize),
+    };
+    answer.reply(Reply::Bytes(body))
+}
+
+/// `bytes=a-b`, `bytes=a-` or `bytes=-n` as a half-open range within `size`.
+fn parse_range(header: &[u8], size: u64) -> Option<(u64, u64)> {
+    let spec = std::str::from_utf8(header).ok()?.strip_prefix("bytes=")?;
+    let (first, last) = spec.split_once('-')?;
+    let (start, end) = match (first, last) {
+        ("", suffix) => (size.saturating_sub(suffix.parse().ok()?), size),
+        (first, "") => (first.parse().ok()?, size),
+        (first, last) => (
+            first.parse().ok()?,
+            last.parse::<u64>().ok()?.saturating_add(1),
+        ),
+    };
+    (start < end.min(size)).then_some((start, end.min(size)))
+}
+
+/// An `HttpStore` on `url`, without retries of its own (the hedge is what retries),
+/// sending its requests with [`HyperConnector`].
+pub fn store(url: &str) -> object_store::Result<HttpStore> {
+    HttpBuilder::new()
+        .with_url(url)
+        .with_client_options(ClientOptions::new().with_allow_http(true))
+        .with_http_connector(HyperConnector)
+        .with_retry(RetryConfig {
+            max_retries: 0,
+            ..RetryConfig::default()
+        })
+        .build()
+}
+
+/// Sends `HttpStore`'s requests with a pooled hyper-util HTTP/1 client: object_store's
+/// own reqwest transport needs a TLS backend even for plain HTTP.
+#[derive(Debug)]
+pub struct HyperConnector;
+
+impl HttpConnector for HyperConnector {
+    fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
+        Ok(HttpClient::new(HyperService(crate::http::client())))
+    }
+}
+
+#[derive(Debug)]
+struct HyperService(
+    hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        HttpRequestBody,
+    >,
+);
+
+#[async_trait::async_trait]
+impl HttpService for HyperService {
+    async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let response = self.0.request(request).await.map_err(|error| {
+            let kind = match error.is_connect() {
+                true => HttpErrorKind::Connect,
+                false => HttpErrorKind::Request,
+            };
+            HttpError::new(kind, error)
+        })?;
+        Ok(response.map(|body| {
+            HttpResponseBody::new(
+                body.map_err(|error| HttpError::new(HttpErrorKind::Request, error)),
+            )
+        }))
+    }
+}
