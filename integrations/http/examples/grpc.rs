@@ -6,18 +6,15 @@
 //! cargo run --release -p hedging-http --example grpc [-- CALLS DELAY_MS]
 //! ```
 
-mod loopback;
-
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hedging::timer::TokioTimer;
 use hedging::Policy;
 use hedging_http::grpc::GrpcHedgeLayer;
 use hedging_http::ReplayBody;
-use loopback::grpc::{say, Action, EchoRequest, Error, Server, SAY};
-use loopback::{args, print_table, Run};
+use hedging_test_server::grpc::{request, say, Server, SAY};
+use hedging_test_server::report::{self, args, extra, latencies, Run};
+use hedging_test_server::{one_in, Error};
 use tonic::body::Body;
 use tower::ServiceBuilder;
 
@@ -28,22 +25,8 @@ const STALL_EVERY: u64 = 100;
 async fn main() -> Result<(), Error> {
     let (calls, delay) = args(2000, 5)?;
 
-    let served = Arc::new(AtomicU64::new(0));
-    let counter = Arc::clone(&served);
-    let server = Server::start(Arc::new(move |_: &EchoRequest, _| {
-        let n = counter.fetch_add(1, Relaxed);
-        Action {
-            stall: if n % STALL_EVERY == STALL_EVERY - 1 {
-                STALL
-            } else {
-                Duration::ZERO
-            },
-            ..Action::default()
-        }
-    }))
-    .await?;
+    let server = Server::start(one_in(STALL_EVERY, STALL)).await?;
     let channel = server.channel().await?;
-
     let policy = Policy::builder()
         .max_copies(2)
         .delay(delay)
@@ -56,51 +39,42 @@ async fn main() -> Result<(), Error> {
 
     // Warm up the connection and both paths.
     for _ in 0..20 {
-        say(channel.clone(), request(), SAY).await?;
-        say(hedged.clone(), request(), SAY).await?;
+        say(channel.clone(), request("", b"row-7"), SAY).await?;
+        say(hedged.clone(), request("", b"row-7"), SAY).await?;
     }
+    policy.reset_stats();
 
-    println!(
+    let unhedged = latencies(calls, || async {
+        say(channel.clone(), request("", b"row-7"), SAY)
+            .await
+            .map(drop)
+    })
+    .await?;
+    let before = server.requests();
+    let latencies = latencies(calls, || async {
+        say(hedged.clone(), request("", b"row-7"), SAY)
+            .await
+            .map(drop)
+    })
+    .await?;
+    let runs = [
+        Run {
+            label: "without hedging".into(),
+            latencies: unhedged,
+            extra: None,
+        },
+        Run {
+            label: format!("hedged after {} ms", delay.as_millis()),
+            latencies,
+            extra: Some(extra(server.requests() - before, calls)),
+        },
+    ];
+    let what = format!(
         "{calls} sequential unary calls per run over one HTTP/2 connection; \
          the server stalls 1 request in {STALL_EVERY} for {} ms",
         STALL.as_millis()
     );
-    let before = served.load(Relaxed);
-    let mut latencies = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let started = Instant::now();
-        say(channel.clone(), request(), SAY).await?;
-        latencies.push(started.elapsed());
-    }
-    let plain = Run::new(
-        "without hedging",
-        latencies,
-        served.load(Relaxed) - before - calls as u64,
-    );
-
-    policy.reset_stats();
-    let before = served.load(Relaxed);
-    let mut latencies = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let started = Instant::now();
-        say(hedged.clone(), request(), SAY).await?;
-        latencies.push(started.elapsed());
-    }
-    let extra = served.load(Relaxed) - before - calls as u64;
-    let name = format!("hedged after {} ms", delay.as_millis());
-    print_table(&[plain, Run::new(name, latencies, extra)]);
-
     let stats = policy.stats();
-    println!(
-        "hedges sent: {}, won by a hedge: {} (a hedge dropped before it reached the server is not an extra request)",
-        stats.hedges, stats.hedge_wins
-    );
+    report::print(&what, &runs, stats.hedges, stats.hedge_wins, server.held());
     Ok(())
-}
-
-fn request() -> tonic::Request<EchoRequest> {
-    tonic::Request::new(EchoRequest {
-        script: String::new(),
-        payload: b"row-7".to_vec(),
-    })
 }
