@@ -95,4 +95,9 @@ pub use crate::hedge::{HttpHedge, HttpHedgeLayer, ResponseFuture};
 pub use crate::verdict::{default_verdict, retry_after, DefaultVerdict};
 /// The request extension that sends a request once, unhedged, whatever its method; the
 /// same type `reqwest-hedging` reads.
+///
+/// ```
+/// let mut request = http::Request::get("http://example.com/").body(()).unwrap();
+/// request.extensions_mut().insert(hedging_http::NoHedge);
+/// ```
 pub use hedging_http_rules::NoHedge;

@@ -85,7 +85,15 @@ pub use crate::middleware::HedgeMiddleware;
 /// How long a `Retry-After` header asks to wait, counted from `now`: the parser every
 /// integration shares.
 pub use hedging_http_rules::retry_after;
-/// Opts one request out of hedging: `client.get(url).with_extension(NoHedge)` sends it
-/// once, as if the middleware were not there (and not counted). The same type
-/// `hedging-http` reads.
+/// Opts one request out of hedging: insert it in the request's extensions and the
+/// request is sent once, as if the middleware were not there (and not counted). The same
+/// type `hedging-http` reads.
+///
+/// ```
+/// # async fn send(client: reqwest_middleware::ClientWithMiddleware) -> reqwest_middleware::Result<()> {
+/// use reqwest_hedging::NoHedge;
+///
+/// client.get("http://inventory.internal/reserve").with_extension(NoHedge).send().await?;
+/// # Ok(()) }
+/// ```
 pub use hedging_http_rules::NoHedge;

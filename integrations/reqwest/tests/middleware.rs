@@ -1,41 +1,61 @@
-//! `HedgeMiddleware` in a real `reqwest_middleware` client against a loopback hyper
-//! server that stalls the first request to each path for 200 ms. The server counts the
-//! copies it receives; time bounds are generous (the machine may be busy).
-
-#[path = "../examples/hedged_gets/loopback.rs"]
-mod loopback;
+//! `HedgeMiddleware` in a real `reqwest_middleware` client against the shared loopback
+//! hyper server, which answers each copy as the request's `x-script` header says and
+//! counts the copies it receives. The policy runs on a virtual clock the tests advance;
+//! no test waits for time, and one smoke test runs on the real clock.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use futures::stream;
-use hedging::timer::TokioTimer;
+use hedging::timer::{ManualTimer, TokioTimer};
 use hedging::{Policy, Stats, Verdict};
+use hedging_test_server::http::{scripted, Server};
+use hedging_test_server::{until, HANG_GUARD, SCRIPT};
 use http::Extensions;
-use loopback::Server;
 use reqwest::{Method, Request, Response, StatusCode};
 use reqwest_hedging::{ClassifyResponse, DefaultClassify, HedgeMiddleware, NoHedge};
-use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next, RequestBuilder};
 
-const STALL: Duration = Duration::from_millis(200);
 const DELAY: Duration = Duration::from_millis(20);
+/// Virtual time no hedge waits for: a held copy is overtaken only by its release.
+const NEVER: Duration = Duration::from_secs(3600);
 
-fn policy() -> Policy<TokioTimer> {
+fn policy(clock: &ManualTimer) -> Policy<ManualTimer> {
     Policy::builder()
         .max_copies(2)
         .delay(DELAY)
-        .timer(TokioTimer::new())
+        .timer(clock.clone())
         .build()
 }
 
-async fn setup() -> (Server, Policy<TokioTimer>, ClientWithMiddleware) {
-    let server = Server::start(STALL, None).await.unwrap();
-    let policy = policy();
+/// A scripted server stamping arrivals with `clock`.
+async fn server(clock: &ManualTimer) -> Server {
+    let now = clock.clone();
+    Server::start_with_clock(scripted(), Arc::new(move || now.now()))
+        .await
+        .unwrap()
+}
+
+/// The virtual clock, a server on it, the policy and a client hedging by it.
+async fn setup() -> (
+    ManualTimer,
+    Server,
+    Policy<ManualTimer>,
+    ClientWithMiddleware,
+) {
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
+    let policy = policy(&clock);
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(HedgeMiddleware::new(policy.clone()))
         .build();
-    (server, policy, client)
+    (clock, server, policy, client)
+}
+
+/// Sends `request` on a task of its own.
+fn send(request: RequestBuilder) -> tokio::task::JoinHandle<reqwest_middleware::Result<Response>> {
+    tokio::spawn(request.send())
 }
 
 async fn text(response: reqwest_middleware::Result<Response>) -> (StatusCode, String) {
@@ -44,34 +64,86 @@ async fn text(response: reqwest_middleware::Result<Response>) -> (StatusCode, St
     (status, response.text().await.expect("a body"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_get_returns_in_about_the_hedge_delay() {
-    let (server, policy, client) = setup().await;
-
-    let started = Instant::now();
-    let (status, body) = text(client.get(server.url("/stall/get")).send().await).await;
-    let elapsed = started.elapsed();
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, "copy 1 of /stall/get", "the hedge answered");
-    assert!(elapsed < STALL, "took {elapsed:?}");
-    assert_eq!(server.arrivals("/stall/get").len(), 2);
-    let stats = policy.stats();
-    assert_eq!((stats.calls, stats.hedges, stats.hedge_wins), (1, 1, 1));
-    println!("hedged GET answered in {elapsed:?} (delay {DELAY:?}, stall {STALL:?})");
+/// Sends a request whose copies are held, lets virtual time pass far beyond any delay,
+/// then releases them: what answered, once nothing could have hedged.
+async fn send_held(
+    clock: &ManualTimer,
+    server: &Server,
+    path: &str,
+    request: RequestBuilder,
+) -> (StatusCode, String) {
+    let call = send(request.header(SCRIPT, "hold"));
+    server.until_arrived(path, 1).await;
+    clock.advance(NEVER);
+    server.release(path);
+    text(call.await.unwrap()).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn post_and_put_are_sent_once() {
-    let (server, policy, client) = setup().await;
+#[tokio::test]
+async fn a_get_returns_in_about_the_hedge_delay() {
+    let (clock, server, policy, client) = setup().await;
 
-    let post = client.post(server.url("/stall/post")).body("order").send();
-    let (_, body) = text(post.await).await;
+    let call = send(
+        client
+            .get(server.url("/stall/get"))
+            .header(SCRIPT, "hold | ok"),
+    );
+    server.until_arrived("/stall/get", 1).await;
+    clock.advance(DELAY);
+    let (status, body) = text(call.await.unwrap()).await;
+
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, "copy 1 of /stall/get", "the hedge answered");
+    let arrivals = server.arrivals("/stall/get");
+    assert_eq!(arrivals.len(), 2);
+    assert_eq!(arrivals[1].at, DELAY, "the hedge went out at its delay");
+    server.until_dropped(1).await; // the held original: its connection closed
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.hedge_wins), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn a_get_overtakes_a_stall_on_the_real_clock() {
+    let server = Server::start(scripted()).await.unwrap();
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(DELAY)
+        .timer(TokioTimer::new())
+        .build();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(HedgeMiddleware::new(policy.clone()))
+        .build();
+
+    let started = Instant::now();
+    let get = client
+        .get(server.url("/smoke"))
+        .header(SCRIPT, "sleep=10000 | ok");
+    let (status, body) = text(get.send().await).await;
+    let took = started.elapsed();
+
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, "copy 1 of /smoke")
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "not the 10 s stall: {took:?}"
+    );
+    assert_eq!(policy.stats().hedge_wins, 1);
+}
+
+#[tokio::test]
+async fn post_and_put_are_sent_once() {
+    let (clock, server, policy, client) = setup().await;
+
+    let post = client.post(server.url("/stall/post")).body("order");
+    let (_, body) = send_held(&clock, &server, "/stall/post", post).await;
     assert_eq!(
         body, "copy 0 of /stall/post",
         "the stalled original answered"
     );
-    let put = client.put(server.url("/stall/put")).body("state").send();
-    let (_, body) = text(put.await).await;
+    let put = client.put(server.url("/stall/put")).body("state");
+    let (_, body) = send_held(&clock, &server, "/stall/put", put).await;
     assert_eq!(body, "copy 0 of /stall/put");
 
     assert_eq!(server.arrivals("/stall/post").len(), 1);
@@ -81,40 +153,44 @@ async fn post_and_put_are_sent_once() {
         Stats::default(),
         "passed through, not counted"
     );
+    assert_eq!(clock.sleeps_created(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn no_hedge_sends_a_get_once() {
-    let (server, policy, client) = setup().await;
+    let (clock, server, policy, client) = setup().await;
 
     let request = client
         .get(server.url("/stall/opted-out"))
         .with_extension(NoHedge);
-    let (_, body) = text(request.send().await).await;
+    let (_, body) = send_held(&clock, &server, "/stall/opted-out", request).await;
     assert_eq!(body, "copy 0 of /stall/opted-out");
     assert_eq!(server.arrivals("/stall/opted-out").len(), 1);
     assert_eq!(policy.stats(), Stats::default());
+    assert_eq!(clock.sleeps_created(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_503_from_the_first_copy_is_retried_by_the_second() {
-    let (server, policy, client) = setup().await;
+    let (_clock, server, policy, client) = setup().await;
 
-    let started = Instant::now();
-    let (status, body) = text(client.get(server.url("/unavailable/a")).send().await).await;
+    let get = client.get(server.url("/unavailable/a"));
+    let (status, body) = text(get.header(SCRIPT, "status=503 | ok").send().await).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, "copy 1 of /unavailable/a");
     // Failure accelerates: the second copy did not wait for the delay... nor the stall.
-    assert!(started.elapsed() < STALL);
-    assert_eq!(server.arrivals("/unavailable/a").len(), 2);
+    let arrivals = server.arrivals("/unavailable/a");
+    assert_eq!(arrivals.len(), 2);
+    assert_eq!(arrivals[1].at, Duration::ZERO);
     let stats = policy.stats();
     assert_eq!((stats.wins, stats.hedges, stats.hedge_wins), (1, 1, 1));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_streaming_body_is_sent_once_and_counted() {
-    let server = Server::start(STALL, None).await.unwrap();
-    let policy = policy();
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
+    let policy = policy(&clock);
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(HedgeMiddleware::new(policy.clone()).methods([Method::POST]))
         .build();
@@ -123,7 +199,7 @@ async fn a_streaming_body_is_sent_once_and_counted() {
     let request = client
         .post(server.url("/stall/stream"))
         .body(reqwest::Body::wrap_stream(chunks));
-    let (_, body) = text(request.send().await).await;
+    let (_, body) = send_held(&clock, &server, "/stall/stream", request).await;
     assert_eq!(
         body, "copy 0 of /stall/stream",
         "no copy raced the stalled original"
@@ -140,13 +216,20 @@ async fn a_streaming_body_is_sent_once_and_counted() {
             ..Stats::default()
         }
     );
+    assert_eq!(
+        clock.sleeps_created(),
+        0,
+        "a call of one copy arms no timer"
+    );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
-    let server = Server::start(STALL, None).await.unwrap();
-    let policy = policy();
-    // A pushback far beyond the bound below, and a classifier that would wait it out.
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
+    let policy = policy(&clock);
+    // A pushback far beyond any time the test lets pass, and a classifier that would
+    // wait it out.
     let patient = DefaultClassify::new().max_retry_after(Duration::from_secs(1000));
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(HedgeMiddleware::new(policy.clone()).classify(patient))
@@ -155,9 +238,9 @@ async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
     let chunks = stream::iter(["st", "re", "am"].map(Ok::<_, std::io::Error>));
     let request = client
         .get(server.url("/unavailable/stream"))
-        .header("x-retry-after", "1000")
+        .header(SCRIPT, "status=503;retry-after=1000")
         .body(reqwest::Body::wrap_stream(chunks));
-    let answer = tokio::time::timeout(Duration::from_secs(10), request.send())
+    let answer = tokio::time::timeout(HANG_GUARD, request.send())
         .await
         .expect("the call waited out a Retry-After no copy can follow");
     let (status, _) = text(answer).await;
@@ -168,19 +251,24 @@ async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
         "the 503 is the answer"
     );
     assert_eq!(server.arrivals("/unavailable/stream").len(), 1);
+    assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
     let stats = policy.stats();
     assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn methods_replace_the_default_list() {
-    let server = Server::start(STALL, None).await.unwrap();
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
     let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy()).methods([Method::POST]))
+        .with(HedgeMiddleware::new(policy(&clock)).methods([Method::POST]))
         .build();
 
     let post = client.post(server.url("/stall/search")).body("query");
-    let (_, body) = text(post.send().await).await;
+    let call = send(post.header(SCRIPT, "hold | ok"));
+    server.until_arrived("/stall/search", 1).await;
+    clock.advance(DELAY);
+    let (_, body) = text(call.await.unwrap()).await;
     assert_eq!(body, "copy 1 of /stall/search");
     let arrivals = server.arrivals("/stall/search");
     assert_eq!(arrivals.len(), 2);
@@ -189,80 +277,106 @@ async fn methods_replace_the_default_list() {
         "each copy got the body"
     );
 
-    let (_, body) = text(client.get(server.url("/stall/get")).send().await).await;
+    let get = client.get(server.url("/stall/get"));
+    let (_, body) = send_held(&clock, &server, "/stall/get", get).await;
     assert_eq!(body, "copy 0 of /stall/get", "GET is no longer in the list");
     assert_eq!(server.arrivals("/stall/get").len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// Waits until the call holds its next copy for a pushback: the policy's one timer,
+/// armed at the hedge delay, moved to the wait the server asked for. That wait.
+async fn held_for(clock: &ManualTimer) -> Duration {
+    until(
+        || clock.next_deadline().is_some_and(|due| due != DELAY),
+        "holding the next copy for the Retry-After",
+    )
+    .await;
+    clock.next_deadline().expect("a held copy")
+}
+
+#[tokio::test]
 async fn retry_after_holds_the_next_copy() {
-    let (server, policy, client) = setup().await;
+    let (clock, server, policy, client) = setup().await;
 
     let request = client
         .get(server.url("/unavailable/pushback"))
-        .header("x-retry-after", "1");
-    let (status, _) = text(request.send().await).await;
+        .header(SCRIPT, "status=503;retry-after=1 | ok");
+    let call = send(request);
+    let wait = held_for(&clock).await;
+    assert_eq!(wait, Duration::from_secs(1));
+    clock.advance(wait - Duration::from_millis(1));
+    assert_eq!(server.requests(), 1, "held for the Retry-After");
+    clock.advance(Duration::from_millis(1));
+    let (status, _) = text(call.await.unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     let arrivals = server.arrivals("/unavailable/pushback");
     assert_eq!(arrivals.len(), 2);
     let gap = arrivals[1].at - arrivals[0].at;
-    assert!(
-        gap >= Duration::from_secs(1),
+    assert_eq!(
+        gap,
+        Duration::from_secs(1),
         "the hedge came {gap:?} after the 503"
     );
     assert_eq!(policy.stats().hedge_wins, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn retry_after_as_an_http_date_holds_the_next_copy() {
-    let server = Server::start(STALL, None).await.unwrap();
-    // The date has whole seconds, so the wait is between 1 and 2 s: raise the 1 s cap.
-    let patient = reqwest_hedging::DefaultClassify::new().max_retry_after(Duration::from_secs(3));
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
+    // The date has whole seconds, so the wait is between 2 and 3 s: raise the 1 s cap.
+    let patient = reqwest_hedging::DefaultClassify::new().max_retry_after(Duration::from_secs(5));
     let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy()).classify(patient))
+        .with(HedgeMiddleware::new(policy(&clock)).classify(patient))
         .build();
-    let date = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
+    let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3));
     let request = client
         .get(server.url("/unavailable/date"))
-        .header("x-retry-after", date);
-    let (status, _) = text(request.send().await).await;
+        .header(SCRIPT, format!("status=503;retry-after={date} | ok"));
+    let call = send(request);
+    let wait = held_for(&clock).await;
+    clock.advance(wait);
+    let (status, _) = text(call.await.unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     let arrivals = server.arrivals("/unavailable/date");
     assert_eq!(arrivals.len(), 2);
     let gap = arrivals[1].at - arrivals[0].at;
     assert!(
-        gap >= Duration::from_millis(900),
+        gap >= Duration::from_secs(1) && gap <= Duration::from_secs(3),
         "the hedge came {gap:?} after the 503"
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_long_retry_after_returns_the_503() {
-    let (server, policy, client) = setup().await;
+    let (clock, server, policy, client) = setup().await;
 
     let request = client
         .get(server.url("/unavailable/long"))
-        .header("x-retry-after", "120");
-    let started = Instant::now();
-    let (status, _) = text(request.send().await).await;
+        .header(SCRIPT, "status=503;retry-after=120 | ok");
+    let answer = tokio::time::timeout(HANG_GUARD, request.send())
+        .await
+        .expect("stopped, not held");
+    let (status, _) = text(answer).await;
     assert_eq!(
         status,
         StatusCode::SERVICE_UNAVAILABLE,
         "stopped: the 503 is the answer"
     );
-    assert!(started.elapsed() < STALL);
+    assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
     assert_eq!(server.arrivals("/unavailable/long").len(), 1);
     let stats = policy.stats();
     assert_eq!((stats.failures, stats.hedges), (1, 0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn connect_errors_start_the_next_copy() {
     // A port that was just free: nothing listens there.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
-    let policy = policy();
+    let clock = ManualTimer::new();
+    let policy = policy(&clock);
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(HedgeMiddleware::new(policy.clone()))
         .build();
@@ -273,10 +387,11 @@ async fn connect_errors_start_the_next_copy() {
     assert_eq!((stats.failures, stats.hedges), (1, 1), "both copies tried");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn classify_replaces_the_default_verdicts() {
-    let server = Server::start(STALL, None).await.unwrap();
-    let policy = policy();
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
+    let policy = policy(&clock);
     // Treat every 503 as final: no second copy.
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(HedgeMiddleware::new(policy.clone()).classify(
@@ -289,7 +404,8 @@ async fn classify_replaces_the_default_verdicts() {
         ))
         .build();
 
-    let (status, _) = text(client.get(server.url("/unavailable/final")).send().await).await;
+    let get = client.get(server.url("/unavailable/final"));
+    let (status, _) = text(get.header(SCRIPT, "status=503 | ok").send().await).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(server.arrivals("/unavailable/final").len(), 1);
 }
@@ -352,9 +468,10 @@ impl Middleware for Probe {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn the_winners_extensions_are_written_back() {
-    let server = Server::start(STALL, None).await.unwrap();
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
     let stamp_returned = Arc::new(Mutex::new(None));
     let tags_seen = Arc::new(Mutex::new(Vec::new()));
     let answered = Arc::new(Mutex::new(Vec::new()));
@@ -362,7 +479,7 @@ async fn the_winners_extensions_are_written_back() {
         .with(Probe {
             stamp_returned: Arc::clone(&stamp_returned),
         })
-        .with(HedgeMiddleware::new(policy()))
+        .with(HedgeMiddleware::new(policy(&clock)))
         .with(Stamp {
             copies: Mutex::new(0),
             tags_seen: Arc::clone(&tags_seen),
@@ -370,7 +487,11 @@ async fn the_winners_extensions_are_written_back() {
         })
         .build();
 
-    let (status, _) = text(client.get(server.url("/stall/extensions")).send().await).await;
+    let get = client.get(server.url("/stall/extensions"));
+    let call = send(get.header(SCRIPT, "hold | ok"));
+    server.until_arrived("/stall/extensions", 1).await;
+    clock.advance(DELAY);
+    let (status, _) = text(call.await.unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(server.arrivals("/stall/extensions").len(), 2, "hedged");
     // The copy that answered first won; the stalled one was dropped unanswered.
@@ -388,12 +509,13 @@ async fn the_winners_extensions_are_written_back() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn retry_outside_hedge_inside_retries_a_failed_hedged_call() {
     use reqwest_retry::{policies::ExponentialBackoff, RetryTransientMiddleware};
 
-    let server = Server::start(STALL, None).await.unwrap();
-    let policy = policy();
+    let clock = ManualTimer::new();
+    let server = server(&clock).await;
+    let policy = policy(&clock);
     let retries = ExponentialBackoff::builder()
         .retry_bounds(Duration::from_millis(1), Duration::from_millis(5))
         .build_with_max_retries(1);
@@ -404,8 +526,9 @@ async fn retry_outside_hedge_inside_retries_a_failed_hedged_call() {
 
     // Both copies of the first attempt get a 503; the retry middleware's second attempt
     // is a new hedged call, whose original succeeds.
-    let url = server.url("/unavailable-twice/a");
-    let (status, body) = text(client.get(url).send().await).await;
+    let get = client.get(server.url("/unavailable-twice/a"));
+    let script = "status=503 | status=503 | ok";
+    let (status, body) = text(get.header(SCRIPT, script).send().await).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, "copy 2 of /unavailable-twice/a");
     assert_eq!(server.arrivals("/unavailable-twice/a").len(), 3);
