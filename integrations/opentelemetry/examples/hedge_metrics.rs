@@ -8,16 +8,16 @@
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hedging::timer::TokioTimer;
 use hedging::{Hedgeable, Policy};
+use hedging_test_server::report::{args, extra, latencies, row, HEADER};
+use hedging_test_server::Error;
 use opentelemetry::metrics::MeterProvider;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// A backend that answers in about a millisecond, stalling one request in 100.
 struct Backend {
@@ -37,51 +37,25 @@ impl Backend {
     }
 }
 
-/// Makes `calls` calls one after another, hedged by `policy` if given, and returns each
-/// call's latency, sorted.
+/// Makes `calls` calls one after another, hedged by `policy` if given; their latencies.
 async fn run(
     backend: &Backend,
     policy: Option<&Policy<TokioTimer>>,
     calls: usize,
 ) -> Result<Vec<Duration>, Error> {
-    let mut latencies = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let started = Instant::now();
+    latencies(calls, || async {
         match policy {
             Some(policy) => (|| backend.get()).hedged(policy).await?,
             None => backend.get().await?,
         };
-        latencies.push(started.elapsed());
-    }
-    latencies.sort();
-    Ok(latencies)
-}
-
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn row(label: &str, sorted: &[Duration], extra: Option<f64>) -> String {
-    let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
-    let extra = extra.map_or("—".to_owned(), |extra| format!("{:.1}%", extra * 100.0));
-    format!(
-        "| {label} | {} | {} | {} | {} | {extra} |",
-        ms(quantile(sorted, 0.50)),
-        ms(quantile(sorted, 0.99)),
-        ms(quantile(sorted, 0.999)),
-        ms(*sorted.last().expect("at least one call")),
-    )
+        Ok(())
+    })
+    .await
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let mut args = std::env::args().skip(1);
-    let calls: usize = args.next().map_or(Ok(1000), |a| a.parse())?;
-    let delay_ms: u64 = args.next().map_or(Ok(5), |a| a.parse())?;
-    if calls == 0 {
-        return Err("CALLS must be at least 1".into());
-    }
+    let (calls, delay) = args(1000, 5)?;
 
     let exporter = InMemoryMetricExporter::default();
     let provider = SdkMeterProvider::builder()
@@ -90,7 +64,7 @@ async fn main() -> Result<(), Error> {
     let policy = Policy::builder()
         .name("backend-reads")
         .max_copies(2)
-        .delay(Duration::from_millis(delay_ms))
+        .delay(delay)
         .timer(TokioTimer::new())
         .build();
     hedging_opentelemetry::register(&policy, &provider.meter("example"));
@@ -99,16 +73,14 @@ async fn main() -> Result<(), Error> {
         requests: AtomicU64::new(0),
     };
     println!("{calls} sequential calls per run; the backend answers in ~1 ms, stalling 1 in 100 for 100 ms\n");
-    println!("| | p50 | p99 | p99.9 | max | extra requests |\n|---|---|---|---|---|---|");
+    println!("{HEADER}");
     let plain = run(&backend, None, calls).await?;
     println!("{}", row("not hedged", &plain, None));
     let before = backend.requests.load(Relaxed);
     let hedged = run(&backend, Some(&policy), calls).await?;
-    let extra = (backend.requests.load(Relaxed) - before) as f64 / calls as f64 - 1.0;
-    println!(
-        "{}",
-        row(&format!("hedged after {delay_ms} ms"), &hedged, Some(extra))
-    );
+    let extra = extra(backend.requests.load(Relaxed) - before, calls);
+    let label = format!("hedged after {} ms", delay.as_millis());
+    println!("{}", row(&label, &hedged, Some(extra)));
 
     provider.force_flush()?;
     println!("\nexported at the last collection:");
