@@ -1,24 +1,28 @@
-//! The HTTP example, bounded: real loopback sockets, a primary that stalls one request in
-//! 100 for 200 ms, a replica that never stalls. Hedging must cut the stalls out of the
-//! tail. Bounds are generous: the machine running the tests may be busy.
+//! The HTTP example, bounded, as a smoke test on the real clock: real loopback sockets, a
+//! primary that stalls one request in 100 for a second, a replica that never stalls.
+//! Hedging must cut the stalls out of the tail. Bounds are generous: the machine running
+//! the tests may be busy.
 
-#[path = "../examples/http/loopback.rs"]
-mod loopback;
+#[path = "../examples/http/calls.rs"]
+mod calls;
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use calls::{ok, run};
 use hedging::timer::TokioTimer;
 use hedging::Policy;
-use loopback::{client, run, summary, Server};
+use hedging_test_server::http::{client, Server};
+use hedging_test_server::report::row;
+use hedging_test_server::{always, one_in};
 
 const REQUESTS: usize = 300;
-const STALL: Duration = Duration::from_millis(200);
+const STALL: Duration = Duration::from_secs(1);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hedging_cuts_the_stalls_out_of_the_tail_on_real_sockets() {
-    let primary = Server::start(Some(100), STALL).await.unwrap();
-    let replica = Server::start(None, Duration::ZERO).await.unwrap();
+    let primary = Server::start(one_in(100, STALL)).await.unwrap();
+    let replica = Server::start(always(ok())).await.unwrap();
+    let (primary_uri, replica_uri) = (primary.uri("/"), replica.uri("/"));
     let client = client();
     let policy = Policy::builder()
         .max_copies(2)
@@ -26,17 +30,16 @@ async fn hedging_cuts_the_stalls_out_of_the_tail_on_real_sockets() {
         .timer(TokioTimer::new())
         .build();
 
-    let stalls_before = primary.stalled.load(Relaxed);
-    let plain = run(&client, &primary.uri, &replica.uri, REQUESTS, None)
+    let plain = run(&client, &primary_uri, &replica_uri, REQUESTS, None)
         .await
         .unwrap();
-    let plain_stalls = primary.stalled.load(Relaxed) - stalls_before;
-    let hedged = run(&client, &primary.uri, &replica.uri, REQUESTS, Some(&policy))
+    let plain_stalls = primary.held();
+    let hedged = run(&client, &primary_uri, &replica_uri, REQUESTS, Some(&policy))
         .await
         .unwrap();
-    let hedged_stalls = primary.stalled.load(Relaxed) - stalls_before - plain_stalls;
-    println!("without hedging: {}", summary(&plain));
-    println!("with hedging:    {}", summary(&hedged));
+    let hedged_stalls = primary.held() - plain_stalls;
+    println!("{}", row("without hedging", &plain, None));
+    println!("{}", row("with hedging", &hedged, None));
 
     // Every run met the stalls: 1 request in 100 at the primary.
     assert_eq!((plain_stalls, hedged_stalls), (3, 3));
@@ -46,7 +49,7 @@ async fn hedging_cuts_the_stalls_out_of_the_tail_on_real_sockets() {
     );
     let worst_hedged = *hedged.last().unwrap();
     assert!(
-        worst_hedged < Duration::from_millis(150),
+        worst_hedged < STALL / 2,
         "hedged, no request waits out a stall: worst {worst_hedged:?}"
     );
     let stats = policy.stats();
@@ -60,11 +63,11 @@ async fn hedging_cuts_the_stalls_out_of_the_tail_on_real_sockets() {
     );
     // A hedge dropped before it reached the replica (its original won first) is not seen there.
     assert!(
-        replica.requests.load(Relaxed) <= stats.hedges,
+        replica.requests() <= stats.hedges,
         "only hedges go to the replica"
     );
     assert!(
-        replica.requests.load(Relaxed) >= 3,
+        replica.requests() >= 3,
         "the stalls' hedges reached the replica"
     );
 }

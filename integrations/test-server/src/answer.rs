@@ -122,6 +122,11 @@ fn number(value: &str) -> u64 {
 /// Decides how a server answers each copy, from what it saw.
 pub type Behavior = Arc<dyn Fn(&Arrival) -> Answer + Send + Sync>;
 
+/// Every copy gets `answer`.
+pub fn always(answer: Answer) -> Behavior {
+    Arc::new(move |_| answer.clone())
+}
+
 /// The examples' backend: holds one copy in `every` (counted over all copies) for
 /// `stall`, answers the rest at once, with `ok`.
 pub fn one_in(every: u64, stall: Duration) -> Behavior {

@@ -25,7 +25,7 @@ pub mod object;
 mod probe;
 pub mod report;
 
-pub use crate::answer::{one_in, Answer, Behavior, Reply, SCRIPT};
+pub use crate::answer::{always, one_in, Answer, Behavior, Reply, SCRIPT};
 pub use crate::log::{real_clock, until, Arrival, Clock, Hold, Log, HANG_GUARD};
 pub use crate::probe::{Counted, Probe, ProbeHandle, Tally};
 
