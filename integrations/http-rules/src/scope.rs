@@ -43,9 +43,8 @@ impl HedgedMethods {
     /// Exactly these methods; an empty list hedges nothing. Name only methods that are
     /// safe to send twice.
     pub fn new(methods: impl IntoIterator<Item = Method>) -> Self {
-        HedgedMethods {
-            methods: methods.into_iter().collect(),
-        }
+        let methods = Arc::from_iter(methods);
+        HedgedMethods { methods }
     }
 
     /// Whether a request with `method` and `extensions` is the layer's to hedge: its

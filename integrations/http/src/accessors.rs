@@ -1,4 +1,4 @@
-//! The accessors every hedging service here has, written once (tower-http's
+//! The accessors every hedging layer and service here has, written once (tower-http's
 //! `define_inner_service_accessors!`).
 
 /// `get_ref`, `get_mut`, `into_inner` and `policy`, inside the `impl` of a service with
@@ -27,4 +27,22 @@ macro_rules! define_inner_service_accessors {
     };
 }
 
-pub(crate) use define_inner_service_accessors;
+/// `max_replay_bytes` and `policy`, inside the `impl` of a layer with the fields
+/// `policy: Policy<T>` and `max_replay_bytes: usize`.
+macro_rules! define_layer_settings {
+    () => {
+        /// The largest request body buffered for replay (for gRPC, the framed request
+        /// messages); a larger one is sent once, unhedged. Default 64 KiB.
+        pub fn max_replay_bytes(mut self, max_replay_bytes: usize) -> Self {
+            self.max_replay_bytes = max_replay_bytes;
+            self
+        }
+
+        /// The policy every wrapped service hedges by.
+        pub fn policy(&self) -> &hedging::Policy<T> {
+            &self.policy
+        }
+    };
+}
+
+pub(crate) use {define_inner_service_accessors, define_layer_settings};

@@ -69,13 +69,6 @@ impl<T, K> HttpHedgeLayer<T, K> {
         self
     }
 
-    /// The largest request body buffered for replay; a larger one is sent once,
-    /// unhedged. Default 64 KiB.
-    pub fn max_replay_bytes(mut self, max_replay_bytes: usize) -> Self {
-        self.max_replay_bytes = max_replay_bytes;
-        self
-    }
-
     /// What each copy's response or error means, replacing the
     /// [default verdicts](crate::default_verdict): any
     /// `FnMut(&Result<http::Response<ResBody>, E>) -> Verdict + Clone`, or a type of
@@ -90,10 +83,7 @@ impl<T, K> HttpHedgeLayer<T, K> {
         }
     }
 
-    /// The policy every wrapped service hedges by.
-    pub fn policy(&self) -> &Policy<T> {
-        &self.policy
-    }
+    crate::accessors::define_layer_settings!();
 }
 
 impl<S, T, K: Clone> Layer<S> for HttpHedgeLayer<T, K> {

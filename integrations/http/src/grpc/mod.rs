@@ -154,17 +154,7 @@ impl<T> GrpcHedgeLayer<T> {
         self
     }
 
-    /// The largest request body (the framed request messages) buffered for replay; a
-    /// larger one is sent once, unhedged. Default 64 KiB.
-    pub fn max_replay_bytes(mut self, max_replay_bytes: usize) -> Self {
-        self.max_replay_bytes = max_replay_bytes;
-        self
-    }
-
-    /// The policy every wrapped service hedges by.
-    pub fn policy(&self) -> &Policy<T> {
-        &self.policy
-    }
+    crate::accessors::define_layer_settings!();
 }
 
 impl<S, T> Layer<S> for GrpcHedgeLayer<T> {
