@@ -9,26 +9,22 @@ mod calls;
 use std::time::Duration;
 
 use calls::{ok, run};
-use hedging::timer::TokioTimer;
-use hedging::Policy;
-use hedging_test_server::http::{client, Server};
+use hedging_test_server::http::client;
 use hedging_test_server::report::row;
-use hedging_test_server::{always, one_in};
+use hedging_test_server::{always, one_in, real_clock, tokio_policy, Server};
 
 const REQUESTS: usize = 300;
 const STALL: Duration = Duration::from_secs(1);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hedging_cuts_the_stalls_out_of_the_tail_on_real_sockets() {
-    let primary = Server::start(one_in(100, STALL)).await.unwrap();
-    let replica = Server::start(always(ok())).await.unwrap();
+    let primary = Server::http(one_in(100, STALL), real_clock())
+        .await
+        .unwrap();
+    let replica = Server::http(always(ok()), real_clock()).await.unwrap();
     let (primary_uri, replica_uri) = (primary.uri("/"), replica.uri("/"));
     let client = client();
-    let policy = Policy::builder()
-        .max_copies(2)
-        .delay(Duration::from_millis(20))
-        .timer(TokioTimer::new())
-        .build();
+    let policy = tokio_policy(Duration::from_millis(20));
 
     let plain = run(&client, &primary_uri, &replica_uri, REQUESTS, None)
         .await

@@ -1,5 +1,5 @@
-//! The hedged GETs of `examples/http`, shared with `tests/http.rs`: a hyper-util client,
-//! the original sent to a primary and every hedge to a replica.
+//! The calls of `examples/http`, shared with `tests/http.rs`: GETs through a hyper-util
+//! client, a hedged one sending its original to a primary and every hedge to a replica.
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -20,10 +20,24 @@ pub fn ok() -> Answer {
     Answer::ok().reply(Reply::Bytes(Bytes::from_static(b"ok")))
 }
 
-/// One GET, body read to the end.
-pub async fn get(client: &Client, uri: Uri) -> Result<Bytes, Error> {
+/// One GET, its body read to the end and checked.
+pub async fn get(client: &Client, uri: Uri) -> Result<(), Error> {
     let response = client.get(uri).await?;
-    Ok(response.into_body().collect().await?.to_bytes())
+    let body = response.into_body().collect().await?.to_bytes();
+    assert_eq!(&body[..], b"ok");
+    Ok(())
+}
+
+/// One GET hedged by `policy`: the original to `primary`, hedges to `replica`.
+pub async fn primary_or_replica(
+    client: &Client,
+    primary: &Uri,
+    replica: &Uri,
+    policy: &Policy<TokioTimer>,
+) -> Result<(), Error> {
+    (|a: Attempt| get(client, if a.is_hedge() { replica } else { primary }.clone()))
+        .hedged(policy)
+        .await
 }
 
 /// Sends `requests` GETs one after another and returns each one's latency, sorted.
@@ -37,16 +51,10 @@ pub async fn run(
     policy: Option<&Policy<TokioTimer>>,
 ) -> Result<Vec<Duration>, Error> {
     latencies(requests, || async move {
-        let body = match policy {
-            None => get(client, primary.clone()).await?,
-            Some(policy) => {
-                (|a: Attempt| get(client, if a.is_hedge() { replica } else { primary }.clone()))
-                    .hedged(policy)
-                    .await?
-            }
-        };
-        assert_eq!(&body[..], b"ok");
-        Ok(())
+        match policy {
+            None => get(client, primary.clone()).await,
+            Some(policy) => primary_or_replica(client, primary, replica, policy).await,
+        }
     })
     .await
 }

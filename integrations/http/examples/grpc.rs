@@ -12,23 +12,19 @@ use hedging::timer::TokioTimer;
 use hedging::Policy;
 use hedging_http::grpc::GrpcHedgeLayer;
 use hedging_http::ReplayBody;
-use hedging_test_server::grpc::{request, say, Server, SAY};
-use hedging_test_server::report::{self, args, extra, latencies, Run};
-use hedging_test_server::{one_in, Error};
+use hedging_test_server::grpc::{request, say, SAY};
+use hedging_test_server::report::{self, args};
+use hedging_test_server::{one_in, real_clock, Error, Server};
 use tonic::body::Body;
 use tower::ServiceBuilder;
-
-const STALL: Duration = Duration::from_millis(200);
-const STALL_EVERY: u64 = 100;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (calls, delay) = args(2000, 5)?;
 
-    let server = Server::start(one_in(STALL_EVERY, STALL)).await?;
+    let server = Server::grpc(one_in(100, Duration::from_millis(200)), real_clock()).await?;
     let channel = server.channel().await?;
     let policy = Policy::builder()
-        .max_copies(2)
         .delay(delay)
         .timer(TokioTimer::new())
         .build();
@@ -37,44 +33,24 @@ async fn main() -> Result<(), Error> {
         .map_request(|r: http::Request<ReplayBody<Body>>| r.map(Body::new))
         .service(channel.clone());
 
-    // Warm up the connection and both paths.
-    for _ in 0..20 {
-        say(channel.clone(), request("", b"row-7"), SAY).await?;
-        say(hedged.clone(), request("", b"row-7"), SAY).await?;
-    }
-    policy.reset_stats();
-
-    let unhedged = latencies(calls, || async {
-        say(channel.clone(), request("", b"row-7"), SAY)
-            .await
-            .map(drop)
-    })
-    .await?;
-    let before = server.requests();
-    let latencies = latencies(calls, || async {
-        say(hedged.clone(), request("", b"row-7"), SAY)
-            .await
-            .map(drop)
-    })
-    .await?;
-    let runs = [
-        Run {
-            label: "without hedging".into(),
-            latencies: unhedged,
-            extra: None,
-        },
-        Run {
-            label: format!("hedged after {} ms", delay.as_millis()),
-            latencies,
-            extra: Some(extra(server.requests() - before, calls)),
-        },
-    ];
     let what = format!(
         "{calls} sequential unary calls per run over one HTTP/2 connection; \
-         the server stalls 1 request in {STALL_EVERY} for {} ms",
-        STALL.as_millis()
+         the server stalls 1 request in 100 for 200 ms"
     );
-    let stats = policy.stats();
-    report::print(&what, &runs, stats.hedges, stats.hedge_wins, server.held());
+    let label = format!("hedged after {} ms", delay.as_millis());
+    let unhedged = ("without hedging", || say_row(channel.clone()));
+    let hedged = (label.as_str(), || say_row(hedged.clone()));
+    report::compare(&what, calls, &policy, &[&server], unhedged, hedged).await
+}
+
+/// One unary call through `service`.
+async fn say_row<S>(service: S) -> Result<(), Error>
+where
+    S: tonic::client::GrpcService<Body>,
+    S::Error: Into<Error>,
+    S::ResponseBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    <S::ResponseBody as http_body::Body>::Error: Into<Error>,
+{
+    say(service, request("", b"row-7"), SAY).await?;
     Ok(())
 }

@@ -4,16 +4,17 @@
 //! waits for time, and one smoke test runs on the real clock.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use hedging::timer::{ManualTimer, TokioTimer};
-use hedging::{Policy, Stats};
+use hedging::timer::ManualTimer;
+use hedging::Stats;
 use hedging_object_store::HedgedStore;
-use hedging_test_server::http::Server;
 use hedging_test_server::object::{objects, store, StallWhen, StallWhere};
-use hedging_test_server::{Hold, HANG_GUARD};
+use hedging_test_server::{overtakes_the_stall, real_clock, tokio_policy, SMOKE_STALL};
+use hedging_test_server::{Hold, Server, VirtualClock, HANG_GUARD, NEVER};
 use object_store::http::HttpStore;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
@@ -33,129 +34,93 @@ type Store = Arc<HedgedStore<HttpStore, ManualTimer>>;
 /// A server holding `data/a.bin` (256 KiB) and the first read of each path at `place`
 /// until released, stamping arrivals with a virtual clock; a hedged `HttpStore` on it,
 /// on that clock.
-async fn setup(place: StallWhere) -> (ManualTimer, Server, Store) {
-    let clock = ManualTimer::new();
+async fn setup(place: StallWhere) -> (VirtualClock, Server, Store) {
+    let clock = VirtualClock::new();
     let files = HashMap::from([("data/a.bin".to_owned(), object(256 * 1024))]);
     let behavior = objects(files, StallWhen::FirstPerPath, place, Hold::Released);
-    let now = clock.clone();
-    let server = Server::start_with_clock(behavior, Arc::new(move || now.now()))
-        .await
-        .unwrap();
-    let policy = Policy::builder()
-        .max_copies(2)
-        .delay(DELAY)
-        .timer(clock.clone())
-        .build();
-    let store = HedgedStore::new(store(&server.url("/")).unwrap(), policy);
+    let server = Server::http(behavior, clock.clock()).await.unwrap();
+    let store = HedgedStore::new(store(&server.url("/")).unwrap(), clock.policy(2, DELAY));
     (clock, server, Arc::new(store))
 }
 
-/// Lets the held first read of `path` be overtaken: the hedge goes out at its delay.
-async fn hedge_past_the_stall(clock: &ManualTimer, server: &Server, path: &str) {
-    server.until_arrived(path, 1).await;
-    clock.advance(DELAY);
+/// Reads through a hedged store whose first read of `data/a.bin` is held at `place`,
+/// lets the hedge go out at its delay, and asserts the hedge won: the read's result, and
+/// the server.
+async fn hedged_read<T, F, Fut>(place: StallWhere, read: F) -> (T, Server)
+where
+    F: FnOnce(Store) -> Fut,
+    Fut: Future<Output = object_store::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (clock, server, store) = setup(place).await;
+    let read = tokio::spawn(read(Arc::clone(&store)));
+    clock.hedge(&server, OBJECT, 1, DELAY).await;
+    let value = read.await.unwrap().unwrap();
+    let hedge = &server.arrivals(OBJECT)[1];
+    assert_eq!(hedge.at, DELAY, "the hedge went out at its delay");
+    assert_eq!(store.policy().stats().hedge_wins, 1);
+    (value, server)
 }
 
-/// Asserts the hedge, not the held copy, answered: it went out at its delay.
-fn assert_hedged(server: &Server, path: &str) {
-    let seen = server.arrivals(path);
-    assert_eq!(seen[1].at, DELAY, "the hedge went out at its delay");
+fn a_bin() -> Path {
+    Path::from("data/a.bin")
 }
 
 #[tokio::test]
 async fn http_head_is_hedged() {
-    let (clock, server, store) = setup(StallWhere::Answer).await;
+    let head = |store: Store| async move { store.head(&a_bin()).await };
+    let (meta, server) = hedged_read(StallWhere::Answer, head).await;
 
-    let head = tokio::spawn({
-        let store = Arc::clone(&store);
-        async move { store.head(&Path::from("data/a.bin")).await }
-    });
-    hedge_past_the_stall(&clock, &server, OBJECT).await;
-    let meta = head.await.unwrap().unwrap();
-    assert_hedged(&server, OBJECT);
     assert_eq!(meta.size, 256 * 1024);
     assert_eq!(server.arrivals(OBJECT).len(), 2);
-    assert_eq!(store.policy().stats().hedge_wins, 1);
 }
 
 #[tokio::test]
 async fn http_head_is_hedged_on_the_real_clock() {
     let files = HashMap::from([("data/a.bin".to_owned(), object(1024))]);
-    let stall = Hold::For(Duration::from_secs(10));
+    let stall = Hold::For(SMOKE_STALL);
     let behavior = objects(files, StallWhen::FirstPerPath, StallWhere::Answer, stall);
-    let server = Server::start(behavior).await.unwrap();
-    let policy = Policy::builder()
-        .max_copies(2)
-        .delay(DELAY)
-        .timer(TokioTimer::new())
-        .build();
-    let store = HedgedStore::new(store(&server.url("/")).unwrap(), policy);
+    let server = Server::http(behavior, real_clock()).await.unwrap();
+    let store = HedgedStore::new(store(&server.url("/")).unwrap(), tokio_policy(DELAY));
 
-    let started = Instant::now();
-    let meta = store.head(&Path::from("data/a.bin")).await.unwrap();
-    let took = started.elapsed();
-    assert_eq!(meta.size, 1024);
-    assert!(
-        took < Duration::from_secs(5),
-        "not the 10 s stall: {took:?}"
-    );
+    let meta = overtakes_the_stall(store.head(&a_bin())).await;
+    assert_eq!(meta.unwrap().size, 1024);
     assert_eq!(store.policy().stats().hedge_wins, 1);
 }
 
 #[tokio::test]
 async fn http_get_range_is_hedged() {
-    let (clock, server, store) = setup(StallWhere::Answer).await;
+    let range = |store: Store| async move { store.get_range(&a_bin(), 1000..5000).await };
+    let (bytes, server) = hedged_read(StallWhere::Answer, range).await;
 
-    let read = tokio::spawn({
-        let store = Arc::clone(&store);
-        async move { store.get_range(&Path::from("data/a.bin"), 1000..5000).await }
-    });
-    hedge_past_the_stall(&clock, &server, OBJECT).await;
-    let bytes = read.await.unwrap().unwrap();
-    assert_hedged(&server, OBJECT);
     assert_eq!(bytes, object(256 * 1024).slice(1000..5000));
     assert_eq!(server.arrivals(OBJECT).len(), 2);
-    assert_eq!(store.policy().stats().hedge_wins, 1);
 }
 
 #[tokio::test]
 async fn http_get_ranges_is_hedged() {
-    let (clock, server, store) = setup(StallWhere::Answer).await;
+    let ranges = [0..100, 200_000..200_100];
+    let read = |store: Store| async move { store.get_ranges(&a_bin(), &ranges).await };
+    let (parts, server) = hedged_read(StallWhere::Answer, read).await;
 
-    let read = tokio::spawn({
-        let store = Arc::clone(&store);
-        let ranges = [0..100, 200_000..200_100];
-        async move { store.get_ranges(&Path::from("data/a.bin"), &ranges).await }
-    });
-    hedge_past_the_stall(&clock, &server, OBJECT).await;
-    let parts = read.await.unwrap().unwrap();
     let whole = object(256 * 1024);
     assert_eq!(
         parts,
         vec![whole.slice(0..100), whole.slice(200_000..200_100)]
     );
     assert!(server.arrivals(OBJECT).len() >= 2);
-    assert_eq!(store.policy().stats().hedge_wins, 1);
 }
 
 #[tokio::test]
 async fn http_stalled_body_within_the_buffer_limit_is_hedged() {
-    let (clock, server, store) = setup(StallWhere::Body).await;
+    let read = |store: Store| async move {
+        let range = GetOptions::new().with_range(Some(0..128 * 1024));
+        store.get_opts(&a_bin(), range).await?.bytes().await
+    };
+    let (bytes, server) = hedged_read(StallWhere::Body, read).await;
 
-    let read = tokio::spawn({
-        let store = Arc::clone(&store);
-        async move {
-            let range = GetOptions::new().with_range(Some(0..128 * 1024));
-            let result = store.get_opts(&Path::from("data/a.bin"), range).await?;
-            result.bytes().await
-        }
-    });
-    hedge_past_the_stall(&clock, &server, OBJECT).await;
-    let bytes = read.await.unwrap().unwrap();
-    assert_hedged(&server, OBJECT);
     assert_eq!(bytes, object(256 * 1024).slice(0..128 * 1024));
     assert_eq!(server.arrivals(OBJECT).len(), 2);
-    assert_eq!(store.policy().stats().hedge_wins, 1);
 }
 
 #[tokio::test]
@@ -168,7 +133,7 @@ async fn http_not_found_is_not_hedged() {
         let store = Arc::clone(&store);
         async move { store.head(&Path::from("data/missing.bin")).await }
     });
-    hedge_past_the_stall(&clock, &server, missing).await;
+    clock.hedge(&server, missing, 1, DELAY).await;
     let error = head.await.unwrap().unwrap_err();
     assert!(
         matches!(error, object_store::Error::NotFound { .. }),
@@ -199,21 +164,16 @@ async fn http_not_found_is_not_hedged() {
 
 #[tokio::test]
 async fn http_a_retry_after_on_the_last_copy_returns_at_once() {
-    let clock = ManualTimer::new();
+    let clock = VirtualClock::new();
     let behavior = objects(
         HashMap::new(),
         StallWhen::Never,
         StallWhere::Answer,
         Hold::No,
     );
-    let server = Server::start(behavior).await.unwrap();
+    let server = Server::http(behavior, clock.clock()).await.unwrap();
     // A delay no test advances to: only the failures start the copies.
-    let policy = Policy::builder()
-        .max_copies(3)
-        .delay(Duration::from_secs(3600))
-        .timer(clock.clone())
-        .build();
-    let store = HedgedStore::new(store(&server.url("/")).unwrap(), policy);
+    let store = HedgedStore::new(store(&server.url("/")).unwrap(), clock.policy(3, NEVER));
 
     // Every copy is a 503 with `Retry-After: 1000`: a failure, and the third is the last.
     let path = Path::from("unavailable/a.bin");

@@ -63,7 +63,6 @@ async fn main() -> Result<(), Error> {
         .build();
     let policy = Policy::builder()
         .name("backend-reads")
-        .max_copies(2)
         .delay(delay)
         .timer(TokioTimer::new())
         .build();

@@ -4,52 +4,51 @@
 //! no test waits for time, and one smoke test runs on the real clock.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::stream;
-use hedging::timer::{ManualTimer, TokioTimer};
+use hedging::timer::{ManualTimer, Timer};
 use hedging::{Policy, Stats, Verdict};
-use hedging_test_server::http::{scripted, Server};
-use hedging_test_server::{until, HANG_GUARD, SCRIPT};
+use hedging_test_server::http::scripted;
+use hedging_test_server::{overtakes_the_stall, real_clock, tokio_policy};
+use hedging_test_server::{Server, VirtualClock, HANG_GUARD, SCRIPT};
 use http::Extensions;
 use reqwest::{Method, Request, Response, StatusCode};
 use reqwest_hedging::{ClassifyResponse, DefaultClassify, HedgeMiddleware, NoHedge};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next, RequestBuilder};
 
 const DELAY: Duration = Duration::from_millis(20);
-/// Virtual time no hedge waits for: a held copy is overtaken only by its release.
-const NEVER: Duration = Duration::from_secs(3600);
 
-fn policy(clock: &ManualTimer) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(2)
-        .delay(DELAY)
-        .timer(clock.clone())
-        .build()
+/// A virtual clock, and a scripted server stamping arrivals with it.
+async fn server() -> (VirtualClock, Server) {
+    let clock = VirtualClock::new();
+    let server = Server::http(scripted(), clock.clock()).await.unwrap();
+    (clock, server)
 }
 
-/// A scripted server stamping arrivals with `clock`.
-async fn server(clock: &ManualTimer) -> Server {
-    let now = clock.clone();
-    Server::start_with_clock(scripted(), Arc::new(move || now.now()))
-        .await
-        .unwrap()
+/// A client whose requests go through `hedge`.
+fn client<T: Timer + Send + Sync + 'static, C: ClassifyResponse>(
+    hedge: HedgeMiddleware<T, C>,
+) -> ClientWithMiddleware
+where
+    T::Sleep: Send,
+{
+    ClientBuilder::new(reqwest::Client::new())
+        .with(hedge)
+        .build()
 }
 
 /// The virtual clock, a server on it, the policy and a client hedging by it.
 async fn setup() -> (
-    ManualTimer,
+    VirtualClock,
     Server,
     Policy<ManualTimer>,
     ClientWithMiddleware,
 ) {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
-    let policy = policy(&clock);
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy.clone()))
-        .build();
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, DELAY);
+    let client = client(HedgeMiddleware::new(policy.clone()));
     (clock, server, policy, client)
 }
 
@@ -64,18 +63,26 @@ async fn text(response: reqwest_middleware::Result<Response>) -> (StatusCode, St
     (status, response.text().await.expect("a body"))
 }
 
+/// Sends `request` and waits for its answer with no virtual time passing: a call with
+/// nothing left to wait for returns at once. Its status.
+async fn answered_at_once(clock: &VirtualClock, request: RequestBuilder) -> StatusCode {
+    let answer = tokio::time::timeout(HANG_GUARD, request.send())
+        .await
+        .expect("held, though no copy could follow");
+    assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
+    text(answer).await.0
+}
+
 /// Sends a request whose copies are held, lets virtual time pass far beyond any delay,
 /// then releases them: what answered, once nothing could have hedged.
 async fn send_held(
-    clock: &ManualTimer,
+    clock: &VirtualClock,
     server: &Server,
     path: &str,
     request: RequestBuilder,
 ) -> (StatusCode, String) {
     let call = send(request.header(SCRIPT, "hold"));
-    server.until_arrived(path, 1).await;
-    clock.advance(NEVER);
-    server.release(path);
+    clock.release(server, path).await;
     text(call.await.unwrap()).await
 }
 
@@ -88,8 +95,7 @@ async fn a_get_returns_in_about_the_hedge_delay() {
             .get(server.url("/stall/get"))
             .header(SCRIPT, "hold | ok"),
     );
-    server.until_arrived("/stall/get", 1).await;
-    clock.advance(DELAY);
+    clock.hedge(&server, "/stall/get", 1, DELAY).await;
     let (status, body) = text(call.await.unwrap()).await;
 
     assert_eq!(status, StatusCode::OK);
@@ -104,30 +110,17 @@ async fn a_get_returns_in_about_the_hedge_delay() {
 
 #[tokio::test]
 async fn a_get_overtakes_a_stall_on_the_real_clock() {
-    let server = Server::start(scripted()).await.unwrap();
-    let policy = Policy::builder()
-        .max_copies(2)
-        .delay(DELAY)
-        .timer(TokioTimer::new())
-        .build();
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy.clone()))
-        .build();
+    let server = Server::http(scripted(), real_clock()).await.unwrap();
+    let policy = tokio_policy(DELAY);
+    let client = client(HedgeMiddleware::new(policy.clone()));
 
-    let started = Instant::now();
-    let get = client
-        .get(server.url("/smoke"))
-        .header(SCRIPT, "sleep=10000 | ok");
-    let (status, body) = text(get.send().await).await;
-    let took = started.elapsed();
+    let get = client.get(server.url("/smoke"));
+    let answer = overtakes_the_stall(get.header(SCRIPT, "sleep=10000 | ok").send()).await;
 
     assert_eq!(
-        (status, body.as_str()),
-        (StatusCode::OK, "copy 1 of /smoke")
-    );
-    assert!(
-        took < Duration::from_secs(5),
-        "not the 10 s stall: {took:?}"
+        text(answer).await.1,
+        "copy 1 of /smoke",
+        "the hedge answered"
     );
     assert_eq!(policy.stats().hedge_wins, 1);
 }
@@ -188,12 +181,9 @@ async fn a_503_from_the_first_copy_is_retried_by_the_second() {
 
 #[tokio::test]
 async fn a_streaming_body_is_sent_once_and_counted() {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
-    let policy = policy(&clock);
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy.clone()).methods([Method::POST]))
-        .build();
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, DELAY);
+    let client = client(HedgeMiddleware::new(policy.clone()).methods([Method::POST]));
 
     let chunks = stream::iter(["st", "re", "am"].map(Ok::<_, std::io::Error>));
     let request = client
@@ -225,25 +215,19 @@ async fn a_streaming_body_is_sent_once_and_counted() {
 
 #[tokio::test]
 async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
-    let policy = policy(&clock);
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, DELAY);
     // A pushback far beyond any time the test lets pass, and a classifier that would
     // wait it out.
     let patient = DefaultClassify::new().max_retry_after(Duration::from_secs(1000));
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy.clone()).classify(patient))
-        .build();
+    let client = client(HedgeMiddleware::new(policy.clone()).classify(patient));
 
     let chunks = stream::iter(["st", "re", "am"].map(Ok::<_, std::io::Error>));
     let request = client
         .get(server.url("/unavailable/stream"))
         .header(SCRIPT, "status=503;retry-after=1000")
         .body(reqwest::Body::wrap_stream(chunks));
-    let answer = tokio::time::timeout(HANG_GUARD, request.send())
-        .await
-        .expect("the call waited out a Retry-After no copy can follow");
-    let (status, _) = text(answer).await;
+    let status = answered_at_once(&clock, request).await;
 
     assert_eq!(
         status,
@@ -251,23 +235,18 @@ async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
         "the 503 is the answer"
     );
     assert_eq!(server.arrivals("/unavailable/stream").len(), 1);
-    assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
     let stats = policy.stats();
     assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 0));
 }
 
 #[tokio::test]
 async fn methods_replace_the_default_list() {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy(&clock)).methods([Method::POST]))
-        .build();
+    let (clock, server) = server().await;
+    let client = client(HedgeMiddleware::new(clock.policy(2, DELAY)).methods([Method::POST]));
 
     let post = client.post(server.url("/stall/search")).body("query");
     let call = send(post.header(SCRIPT, "hold | ok"));
-    server.until_arrived("/stall/search", 1).await;
-    clock.advance(DELAY);
+    clock.hedge(&server, "/stall/search", 1, DELAY).await;
     let (_, body) = text(call.await.unwrap()).await;
     assert_eq!(body, "copy 1 of /stall/search");
     let arrivals = server.arrivals("/stall/search");
@@ -283,17 +262,6 @@ async fn methods_replace_the_default_list() {
     assert_eq!(server.arrivals("/stall/get").len(), 1);
 }
 
-/// Waits until the call holds its next copy for a pushback: the policy's one timer,
-/// armed at the hedge delay, moved to the wait the server asked for. That wait.
-async fn held_for(clock: &ManualTimer) -> Duration {
-    until(
-        || clock.next_deadline().is_some_and(|due| due != DELAY),
-        "holding the next copy for the Retry-After",
-    )
-    .await;
-    clock.next_deadline().expect("a held copy")
-}
-
 #[tokio::test]
 async fn retry_after_holds_the_next_copy() {
     let (clock, server, policy, client) = setup().await;
@@ -302,7 +270,7 @@ async fn retry_after_holds_the_next_copy() {
         .get(server.url("/unavailable/pushback"))
         .header(SCRIPT, "status=503;retry-after=1 | ok");
     let call = send(request);
-    let wait = held_for(&clock).await;
+    let wait = clock.held_for(DELAY).await;
     assert_eq!(wait, Duration::from_secs(1));
     clock.advance(wait - Duration::from_millis(1));
     assert_eq!(server.requests(), 1, "held for the Retry-After");
@@ -322,19 +290,16 @@ async fn retry_after_holds_the_next_copy() {
 
 #[tokio::test]
 async fn retry_after_as_an_http_date_holds_the_next_copy() {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
+    let (clock, server) = server().await;
     // The date has whole seconds, so the wait is between 2 and 3 s: raise the 1 s cap.
     let patient = reqwest_hedging::DefaultClassify::new().max_retry_after(Duration::from_secs(5));
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy(&clock)).classify(patient))
-        .build();
+    let client = client(HedgeMiddleware::new(clock.policy(2, DELAY)).classify(patient));
     let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3));
     let request = client
         .get(server.url("/unavailable/date"))
         .header(SCRIPT, format!("status=503;retry-after={date} | ok"));
     let call = send(request);
-    let wait = held_for(&clock).await;
+    let wait = clock.held_for(DELAY).await;
     clock.advance(wait);
     let (status, _) = text(call.await.unwrap()).await;
     assert_eq!(status, StatusCode::OK);
@@ -354,16 +319,12 @@ async fn a_long_retry_after_returns_the_503() {
     let request = client
         .get(server.url("/unavailable/long"))
         .header(SCRIPT, "status=503;retry-after=120 | ok");
-    let answer = tokio::time::timeout(HANG_GUARD, request.send())
-        .await
-        .expect("stopped, not held");
-    let (status, _) = text(answer).await;
+    let status = answered_at_once(&clock, request).await;
     assert_eq!(
         status,
         StatusCode::SERVICE_UNAVAILABLE,
         "stopped: the 503 is the answer"
     );
-    assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
     assert_eq!(server.arrivals("/unavailable/long").len(), 1);
     let stats = policy.stats();
     assert_eq!((stats.failures, stats.hedges), (1, 0));
@@ -375,11 +336,8 @@ async fn connect_errors_start_the_next_copy() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
-    let clock = ManualTimer::new();
-    let policy = policy(&clock);
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy.clone()))
-        .build();
+    let policy = VirtualClock::new().policy(2, DELAY);
+    let client = client(HedgeMiddleware::new(policy.clone()));
 
     let error = client.get(url).send().await.unwrap_err();
     assert!(error.is_connect(), "{error}");
@@ -389,20 +347,15 @@ async fn connect_errors_start_the_next_copy() {
 
 #[tokio::test]
 async fn classify_replaces_the_default_verdicts() {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
-    let policy = policy(&clock);
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, DELAY);
     // Treat every 503 as final: no second copy.
-    let client = ClientBuilder::new(reqwest::Client::new())
-        .with(HedgeMiddleware::new(policy.clone()).classify(
-            |result: &reqwest_middleware::Result<Response>| match result {
-                Ok(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => {
-                    Verdict::Fatal
-                }
-                other => reqwest_hedging::DefaultClassify::new().verdict(other),
-            },
-        ))
-        .build();
+    let client = client(HedgeMiddleware::new(policy.clone()).classify(
+        |result: &reqwest_middleware::Result<Response>| match result {
+            Ok(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => Verdict::Fatal,
+            other => reqwest_hedging::DefaultClassify::new().verdict(other),
+        },
+    ));
 
     let get = client.get(server.url("/unavailable/final"));
     let (status, _) = text(get.header(SCRIPT, "status=503 | ok").send().await).await;
@@ -470,8 +423,7 @@ impl Middleware for Probe {
 
 #[tokio::test]
 async fn the_winners_extensions_are_written_back() {
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
+    let (clock, server) = server().await;
     let stamp_returned = Arc::new(Mutex::new(None));
     let tags_seen = Arc::new(Mutex::new(Vec::new()));
     let answered = Arc::new(Mutex::new(Vec::new()));
@@ -479,7 +431,7 @@ async fn the_winners_extensions_are_written_back() {
         .with(Probe {
             stamp_returned: Arc::clone(&stamp_returned),
         })
-        .with(HedgeMiddleware::new(policy(&clock)))
+        .with(HedgeMiddleware::new(clock.policy(2, DELAY)))
         .with(Stamp {
             copies: Mutex::new(0),
             tags_seen: Arc::clone(&tags_seen),
@@ -489,8 +441,7 @@ async fn the_winners_extensions_are_written_back() {
 
     let get = client.get(server.url("/stall/extensions"));
     let call = send(get.header(SCRIPT, "hold | ok"));
-    server.until_arrived("/stall/extensions", 1).await;
-    clock.advance(DELAY);
+    clock.hedge(&server, "/stall/extensions", 1, DELAY).await;
     let (status, _) = text(call.await.unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(server.arrivals("/stall/extensions").len(), 2, "hedged");
@@ -513,9 +464,8 @@ async fn the_winners_extensions_are_written_back() {
 async fn retry_outside_hedge_inside_retries_a_failed_hedged_call() {
     use reqwest_retry::{policies::ExponentialBackoff, RetryTransientMiddleware};
 
-    let clock = ManualTimer::new();
-    let server = server(&clock).await;
-    let policy = policy(&clock);
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, DELAY);
     let retries = ExponentialBackoff::builder()
         .retry_bounds(Duration::from_millis(1), Duration::from_millis(5))
         .build_with_max_retries(1);

@@ -1,4 +1,4 @@
-//! [`Server`]: a loopback tonic server with one hand-written unary service
+//! [`Server::grpc`]: a loopback tonic server with one hand-written unary service
 //! (`test.Echo/Say`, and `test.Echo/Other` for a method no layer names; messages derive
 //! `prost::Message`, so no protoc is needed), and [`say`], one call through any gRPC
 //! service stack.
@@ -8,8 +8,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,7 +23,8 @@ use tonic::{Code, Status};
 use tonic_prost::ProstCodec;
 
 use crate::answer::{Answer, Behavior};
-use crate::log::{real_clock, Arrival, Clock, Log};
+use crate::log::{Arrival, Clock, Log};
+use crate::server::Server;
 use crate::Error;
 
 /// The hedged method.
@@ -73,51 +72,29 @@ pub fn scripted() -> Behavior {
     Arc::new(|arrival| Answer::scripted(&arrival.key, attempt(arrival)))
 }
 
-/// A running loopback tonic server. It derefs to its [`Log`].
-#[derive(Debug)]
-pub struct Server {
-    /// Where it listens: 127.0.0.1 and a free port.
-    pub addr: SocketAddr,
-    log: Log,
-}
-
 impl Server {
-    /// Binds 127.0.0.1 on a free port (TCP nodelay on) and serves on the current
-    /// runtime, arrivals stamped with real time.
-    pub async fn start(behavior: Behavior) -> std::io::Result<Server> {
-        Server::start_with_clock(behavior, real_clock()).await
-    }
-
-    /// The same, arrivals stamped with `clock` (a test's virtual clock).
-    pub async fn start_with_clock(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-        let addr = listener.local_addr()?;
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    /// A tonic server on 127.0.0.1 and a free port (TCP nodelay on), serving on the
+    /// current runtime, its arrivals stamped by `clock`.
+    pub async fn grpc(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
         let log = Log::new(clock);
         let echo = Echo {
             behavior,
             log: log.clone(),
         };
+        let (listener, server) = Server::bind(log).await?;
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(echo)
                 .serve_with_incoming(incoming),
         );
-        Ok(Server { addr, log })
+        Ok(server)
     }
 
     /// A channel to this server (TCP nodelay on), connected.
     pub async fn channel(&self) -> Result<Channel, Error> {
         let endpoint = Endpoint::from_shared(format!("http://{}", self.addr))?.tcp_nodelay(true);
         Ok(endpoint.connect().await?)
-    }
-}
-
-impl Deref for Server {
-    type Target = Log;
-
-    fn deref(&self) -> &Log {
-        &self.log
     }
 }
 

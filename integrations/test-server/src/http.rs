@@ -1,15 +1,13 @@
-//! [`Server`]: a loopback HTTP server (HTTP/1.1, and HTTP/2 with prior knowledge) whose
-//! answers a behaviour decides, logging every request it reads; a hyper-util client for
-//! it.
+//! [`Server::http`]: a loopback HTTP server (HTTP/1.1, and HTTP/2 with prior knowledge)
+//! whose answers a behaviour decides, logging every request it reads; a hyper-util client
+//! for it.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::ops::Deref;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
-use http::{Method, Request, Response, StatusCode, Uri};
+use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -17,10 +15,10 @@ use hyper::service::service_fn;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
 
 use crate::answer::{Answer, Behavior, Reply, SCRIPT};
-use crate::log::{real_clock, Clock, Log};
+use crate::log::{Clock, Log};
+use crate::server::Server;
 use crate::Error;
 
 /// The behaviour of most tests: each request answers as its `x-script` header says
@@ -29,27 +27,14 @@ pub fn scripted() -> Behavior {
     Arc::new(|arrival| Answer::scripted(arrival.header(SCRIPT).unwrap_or(""), arrival.copy))
 }
 
-/// A running loopback server. It derefs to its [`Log`].
-#[derive(Debug)]
-pub struct Server {
-    /// Where it listens: 127.0.0.1 and a free port.
-    pub addr: SocketAddr,
-    log: Log,
-}
-
 impl Server {
-    /// Binds 127.0.0.1 on a free port and serves on the current tokio runtime, arrivals
-    /// stamped with real time.
-    pub async fn start(behavior: Behavior) -> std::io::Result<Server> {
-        Server::start_with_clock(behavior, real_clock()).await
-    }
-
-    /// The same, arrivals stamped with `clock` (a test's virtual clock).
-    pub async fn start_with_clock(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
-        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-        let addr = listener.local_addr()?;
+    /// An HTTP server on 127.0.0.1 and a free port, serving on the current tokio
+    /// runtime, its arrivals stamped by `clock` ([`real_clock`](crate::real_clock), or a
+    /// test's [`VirtualClock`](crate::VirtualClock)).
+    pub async fn http(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
         let log = Log::new(clock);
         let serving = log.clone();
+        let (listener, server) = Server::bind(log).await?;
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let _ = stream.set_nodelay(true);
@@ -64,35 +49,7 @@ impl Server {
                 });
             }
         });
-        Ok(Server { addr, log })
-    }
-
-    /// `http://127.0.0.1:port` and `path`.
-    pub fn uri(&self, path: &str) -> Uri {
-        self.url(path).parse().expect("a valid uri")
-    }
-
-    /// `http://127.0.0.1:port` and `path`, as text.
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// A request to `path` whose copies answer as `script` says ([`Answer::scripted`]).
-    pub fn request<B>(&self, method: Method, path: &str, script: &str, body: B) -> Request<B> {
-        let mut request = Request::new(body);
-        *request.method_mut() = method;
-        *request.uri_mut() = self.uri(path);
-        let script = script.parse().expect("a script fits in a header");
-        request.headers_mut().insert(SCRIPT, script);
-        request
-    }
-}
-
-impl Deref for Server {
-    type Target = Log;
-
-    fn deref(&self) -> &Log {
-        &self.log
+        Ok(server)
     }
 }
 

@@ -1,17 +1,18 @@
 //! Loopback servers for the workspace's tests and examples, which talk to real servers
 //! on 127.0.0.1, never to mocks of the client library.
 //!
-//! - [`http::Server`]: hyper, HTTP/1.1 and HTTP/2 (prior knowledge) on one port; what
+//! - [`Server::http`]: hyper, HTTP/1.1 and HTTP/2 (prior knowledge) on one port; what
 //!   each copy gets is a behaviour's [`Answer`], by default the script in the request's
 //!   `x-script` header ([`Answer::scripted`]).
-//! - `grpc::Server` (feature `grpc`): tonic, one unary service, scripted per call.
+//! - `Server::grpc` (feature `grpc`): tonic, one unary service, scripted per call.
 //! - `object` (feature `object-store`): object reads for the HTTP server, and a
 //!   connector for `object_store::http::HttpStore`.
 //!
 //! Every server keeps a [`Log`] of what it saw: each request in order, with its copy
 //! number; how many it held, answered, and lost to a client that dropped the copy. Its
 //! knobs are a [`Hold`] (none, a real-time stall, or until the test releases it), a
-//! status, headers (`Retry-After`, gRPC pushback) and the body. Tests wait for events
+//! status, headers (`Retry-After`, gRPC pushback) and the body. Tests run their policies
+//! on a [`VirtualClock`] that stamps the server's log too, and wait for events
 //! ([`Log::until_arrived`], [`Probe`]) rather than for time.
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
@@ -24,10 +25,16 @@ mod log;
 pub mod object;
 mod probe;
 pub mod report;
+mod server;
+mod virtual_clock;
 
 pub use crate::answer::{always, one_in, Answer, Behavior, Reply, SCRIPT};
 pub use crate::log::{real_clock, until, Arrival, Clock, Hold, Log, HANG_GUARD};
 pub use crate::probe::{Counted, Probe, ProbeHandle, Tally};
+pub use crate::server::Server;
+pub use crate::virtual_clock::{
+    overtakes_the_stall, tokio_policy, VirtualClock, NEVER, SMOKE_STALL,
+};
 
 /// Any error, boxed.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;

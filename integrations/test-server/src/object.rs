@@ -1,4 +1,4 @@
-//! Object reads for [`http::Server`](crate::http::Server): [`objects`] answers GETs (whole or
+//! Object reads for [`Server::http`](crate::Server::http): [`objects`] answers GETs (whole or
 //! one byte range) and HEADs as an object store's HTTP API does, stalling chosen reads;
 //! [`HyperConnector`] sends `object_store::http::HttpStore`'s requests with hyper-util.
 

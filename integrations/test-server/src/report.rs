@@ -4,6 +4,9 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use hedging::Policy;
+
+use crate::log::Log;
 use crate::Error;
 
 /// `[CALLS] [DELAY_MS]` from the command line, with defaults.
@@ -69,6 +72,61 @@ pub struct Run {
     pub label: String,
     pub latencies: Vec<Duration>,
     pub extra: Option<f64>,
+}
+
+impl Run {
+    /// A run without hedging: no extra requests counted.
+    pub fn unhedged(label: impl Into<String>, latencies: Vec<Duration>) -> Run {
+        Run {
+            label: label.into(),
+            latencies,
+            extra: None,
+        }
+    }
+
+    /// A hedged run of as many calls as latencies that sent `requests` requests.
+    pub fn hedged(label: impl Into<String>, latencies: Vec<Duration>, requests: u64) -> Run {
+        let calls = latencies.len();
+        Run {
+            label: label.into(),
+            latencies,
+            extra: Some(extra(requests, calls)),
+        }
+    }
+}
+
+/// What every example does: 20 calls of each kind to warm up, then `calls` sequential
+/// calls without hedging (`plain`) and as many hedged by `policy` (`hedged`), counted at
+/// `servers`; then it prints `what` they were, the table, and what hedging did.
+pub async fn compare<T, P, PF, H, HF>(
+    what: &str,
+    calls: usize,
+    policy: &Policy<T>,
+    servers: &[&Log],
+    (plain_label, mut plain): (&str, P),
+    (hedged_label, mut hedged): (&str, H),
+) -> Result<(), Error>
+where
+    P: FnMut() -> PF,
+    PF: Future<Output = Result<(), Error>>,
+    H: FnMut() -> HF,
+    HF: Future<Output = Result<(), Error>>,
+{
+    let requests = || servers.iter().map(|server| server.requests()).sum::<u64>();
+    latencies(20, &mut plain).await?;
+    latencies(20, &mut hedged).await?;
+    policy.reset_stats();
+    let unhedged = latencies(calls, &mut plain).await?;
+    let before = requests();
+    let latencies = latencies(calls, &mut hedged).await?;
+    let runs = [
+        Run::unhedged(plain_label, unhedged),
+        Run::hedged(hedged_label, latencies, requests() - before),
+    ];
+    let stats = policy.stats();
+    let stalls = servers.iter().map(|server| server.held()).sum();
+    print(what, &runs, stats.hedges, stats.hedge_wins, stalls);
+    Ok(())
 }
 
 /// Prints `what` the runs were, their table, and what hedging did: `hedges` sent,

@@ -1,0 +1,58 @@
+//! [`Server`]: a running loopback server of any protocol, and its [`Log`].
+
+use std::net::SocketAddr;
+use std::ops::Deref;
+
+use http::{Method, Request, Uri};
+use tokio::net::TcpListener;
+
+use crate::answer::SCRIPT;
+use crate::log::Log;
+
+/// A running loopback server: HTTP ([`Server::http`]) or gRPC (`Server::grpc`, feature
+/// `grpc`). It derefs to its [`Log`].
+#[derive(Debug)]
+pub struct Server {
+    /// Where it listens: 127.0.0.1 and a free port.
+    pub addr: SocketAddr,
+    log: Log,
+}
+
+impl Server {
+    /// Binds 127.0.0.1 on a free port (TCP nodelay on for every connection).
+    pub(crate) async fn bind(log: Log) -> std::io::Result<(TcpListener, Server)> {
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let addr = listener.local_addr()?;
+        Ok((listener, Server { addr, log }))
+    }
+
+    /// `http://127.0.0.1:port` and `path`.
+    pub fn uri(&self, path: &str) -> Uri {
+        self.url(path).parse().expect("a valid uri")
+    }
+
+    /// `http://127.0.0.1:port` and `path`, as text.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A request to `path` whose copies answer as `script` says ([`Answer::scripted`]).
+    ///
+    /// [`Answer::scripted`]: crate::Answer::scripted
+    pub fn request<B>(&self, method: Method, path: &str, script: &str, body: B) -> Request<B> {
+        let mut request = Request::new(body);
+        *request.method_mut() = method;
+        *request.uri_mut() = self.uri(path);
+        let script = script.parse().expect("a script fits in a header");
+        request.headers_mut().insert(SCRIPT, script);
+        request
+    }
+}
+
+impl Deref for Server {
+    type Target = Log;
+
+    fn deref(&self) -> &Log {
+        &self.log
+    }
+}
