@@ -28,7 +28,9 @@
 //!
 //! A request [`HedgedMethods::hedges`] says no to is outside the layer's scope. One it
 //! says yes to is the layer's to hedge, and counted in the policy's stats even when it
-//! is sent once (a body that cannot be replayed, a copy declined).
+//! is sent once (a body that cannot be replayed, a copy declined). What an integration
+//! does with a request outside its scope is still its own: `hedging-http` sends it once
+//! through the race and counts it, `reqwest-hedging` passes it on uncounted.
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
 
