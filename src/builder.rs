@@ -243,20 +243,17 @@ impl<T> PolicyBuilder<T> {
     ///   keep the fast path free of work), is not recorded.
     ///
     /// Recording is one relaxed atomic increment plus one read of the clock when the call
-    /// ends; see `benches/adaptive.rs`. The histogram takes about 47 KiB per policy (12 KiB
-    /// without `std`): four stripes, so threads record into different lines, of five
-    /// quarter-window slots.
+    /// ends (`benches/adaptive.rs`). The histogram takes about 47 KiB per policy (12 KiB
+    /// without `std`): four stripes of five quarter-window slots.
     ///
     /// # Decay
     ///
     /// Latencies are kept per quarter of the [`adaptive_window`](Self::adaptive_window).
-    /// Each time a quarter completes, the delay is recomputed from the last four complete
-    /// quarters and the oldest is dropped, so the delay reflects the last window and
-    /// follows a shift in the workload within 1¼ windows. The first estimate does not wait
-    /// for a quarter to complete: it comes with the `adaptive_min_samples`-th latency. After
-    /// an idle gap longer than a window, nothing recent is left: the delay is
-    /// [`delay`](Self::delay) again until `adaptive_min_samples` new latencies arrive
-    /// ([`Policy::delay`] says so too).
+    /// Each time a quarter completes, the delay is recomputed from the last four, so it
+    /// reflects the last window and follows a shift within 1¼ windows. The first estimate
+    /// comes with the `adaptive_min_samples`-th latency, not with a quarter's end. After
+    /// an idle gap longer than a window the delay is [`delay`](Self::delay) again until
+    /// `adaptive_min_samples` new latencies arrive ([`Policy::delay`] says so too).
     ///
     /// # Queueing
     ///

@@ -18,22 +18,19 @@
 //! # Readiness
 //!
 //! Each copy of a request needs a service that is ready for it. [`HedgeService`] clones
-//! the inner service per copy, the way tower's own middleware does: the instance that
+//! the inner service per copy, as tower's own middleware does: the instance that
 //! [`poll_ready`](Service::poll_ready) readied sends the original at once, and each hedge
-//! drives its own clone to readiness inside the response future before calling it. A
-//! hedge whose `poll_ready` fails counts as a failed copy. A service that is not `Clone`
-//! can be wrapped in tower's `Buffer` first.
+//! drives its own clone to readiness inside the response future (a failed `poll_ready` is
+//! a failed copy). A service that is not `Clone` can be wrapped in tower's `Buffer` first.
 //!
 //! # Requests
 //!
 //! Requests are copied with [`Clone`] by default, or by a function given to
-//! [`HedgeLayer::clone_request`] that sees each copy's [`Attempt`] and may decline:
-//! `None` for the original sends the call's request once, unhedged; `None` for a hedge
-//! declines it and every later one, learnt only when it is due (after any pushback), so
-//! a cap known in advance goes to [`HedgeLayer::max_copies`]. A call that may hedge
-//! keeps the request it was given and sends a copy of it as the original (tower services
-//! take requests by value), then one more copy per hedge; with `max_copies(1)` nothing is
-//! copied.
+//! [`HedgeLayer::clone_request`] that sees each copy's [`Attempt`] and may decline: `None`
+//! for the original sends the request once, unhedged; `None` for a hedge declines it and
+//! every later one when it is due (a cap known in advance goes to
+//! [`HedgeLayer::max_copies`]). A call that may hedge keeps its request and sends a copy
+//! of it as the original, then one more per hedge; with `max_copies(1)` nothing is copied.
 
 use core::fmt;
 use core::future::Future;
