@@ -126,7 +126,14 @@
 //!   `Service`.
 //! - `tracing`: `DEBUG` events (target `hedging`) when a hedge starts, a copy fails, a
 //!   race with hedges is won, or the budget refuses a hedge; none on the fast path.
-//! - `serde`: [`config::PolicyConfig`], every builder setting as data, read from TOML,
+#![cfg_attr(
+    feature = "serde",
+    doc = " - `serde`: [`config::PolicyConfig`], every builder setting as data, read from TOML,"
+)]
+#![cfg_attr(
+    not(feature = "serde"),
+    doc = " - `serde`: `config::PolicyConfig`, every builder setting as data, read from TOML,"
+)]
 //!   YAML or JSON, with durations as `"20ms"` and out-of-range values refused.
 //!
 //! With no timer feature, give the policy a timer with [`PolicyBuilder::timer`]; building
