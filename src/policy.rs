@@ -171,6 +171,16 @@ impl<T> Policy<T> {
         self.shared.counters.snapshot()
     }
 
+    /// Counts one request passed through unhedged because it was outside a layer's scope,
+    /// in [`Stats::out_of_scope`]. For layers and middleware built on a policy: a request
+    /// the layer was asked to hedge goes through the race (and is one of `calls`, even when
+    /// it is sent once); a request it never hedges (a method not listed, a request that
+    /// opted out) bypasses the race and is counted here, so that `hedges / calls` means
+    /// the same behind every layer.
+    pub fn count_out_of_scope(&self) {
+        self.shared.counters.add(&[Counter::OutOfScope]);
+    }
+
     /// Starts the counters again from zero. Calls in flight are counted, with their
     /// outcome, in the new count when they end.
     pub fn reset_stats(&self) {

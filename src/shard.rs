@@ -31,6 +31,12 @@ pub struct Stats {
     /// Copies beyond the first that the policy's [`Budget`](crate::Budget) refused to start: a copy
     /// refused when due and again after a failure counts once.
     pub budget_denied: u64,
+    /// Requests a layer passed through unhedged because they were outside its scope (a
+    /// method it does not hedge, a request that opted out, a gRPC method no configured name
+    /// matched), counted by [`Policy::count_out_of_scope`](crate::Policy::count_out_of_scope).
+    /// They are not calls: `calls` counts what the policy was asked to hedge, so
+    /// `hedges / calls` means the same behind every layer.
+    pub out_of_scope: u64,
 }
 
 /// One counter of [`Stats`], as an index into a [`Shard`]. There is no counter of calls:
@@ -43,9 +49,10 @@ pub(crate) enum Counter {
     Hedges,
     HedgeWins,
     BudgetDenied,
+    OutOfScope,
 }
 
-const COUNTERS: usize = 6;
+const COUNTERS: usize = 7;
 
 /// One set of counters, alone on its cache line so threads do not share lines.
 #[repr(align(128))]
@@ -131,6 +138,7 @@ impl Counters {
             hedges: value(Counter::Hedges),
             hedge_wins: value(Counter::HedgeWins),
             budget_denied: value(Counter::BudgetDenied),
+            out_of_scope: value(Counter::OutOfScope),
         }
     }
 

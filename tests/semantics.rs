@@ -855,6 +855,20 @@ fn reset_stats_mid_call_keeps_calls_equal_to_their_outcomes() {
     );
 }
 
+#[test]
+fn requests_out_of_a_layers_scope_are_counted_apart_from_calls() {
+    let timer = ManualTimer::new();
+    let policy = policy(&timer, 2, 10);
+    policy.count_out_of_scope();
+    policy.clone().count_out_of_scope();
+    let stats = policy.stats();
+    assert_eq!((stats.out_of_scope, stats.calls), (2, 0), "not calls");
+    futures::executor::block_on((|| async { Ok::<_, ()>(()) }).hedged(&policy)).unwrap();
+    assert_eq!((policy.stats().out_of_scope, policy.stats().calls), (2, 1));
+    policy.reset_stats();
+    assert_eq!(policy.stats(), hedging::Stats::default());
+}
+
 // --- Classification ------------------------------------------------------------------
 
 #[test]

@@ -31,6 +31,7 @@
 //! | `hedging.hedges` | `{hedge}` | | `hedges`: copies started beyond the first |
 //! | `hedging.hedge_wins` | `{call}` | | `hedge_wins`: calls won by a copy other than the first |
 //! | `hedging.budget.denials` | `{hedge}` | | `budget_denied`: copies the budget refused |
+//! | `hedging.out_of_scope` | `{request}` | | `out_of_scope`: requests a layer passed through unhedged, outside its scope (not calls) |
 //!
 //! And observable gauges, read at collection time, with the same `hedging.policy.name`
 //! attribute:
@@ -180,6 +181,15 @@ where
         "Copies beyond the first that the policy's hedging budget refused to start.",
         attributes(None),
         |stats| stats.budget_denied,
+    );
+    counter(
+        meter,
+        policy,
+        "hedging.out_of_scope",
+        "{request}",
+        "Requests a layer passed through unhedged because they were outside its scope.",
+        attributes(None),
+        |stats| stats.out_of_scope,
     );
     gauges(policy, meter, attributes(None));
 }

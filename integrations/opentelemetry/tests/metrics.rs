@@ -142,6 +142,7 @@ impl Collected {
             hedges: read("hedging.hedges", None),
             hedge_wins: read("hedging.hedge_wins", None),
             budget_denied: read("hedging.budget.denials", None),
+            out_of_scope: read("hedging.out_of_scope", None),
         }
     }
 }
@@ -189,6 +190,9 @@ async fn scripted_run(policy: &Policy<TokioTimer>) {
         let mut cx = Context::from_waker(Waker::noop());
         assert!(dropped.as_mut().poll(&mut cx).is_pending());
     }
+    // Two requests a layer passed through, outside its scope.
+    policy.count_out_of_scope();
+    policy.count_out_of_scope();
 }
 
 fn scripted_policy(name: &'static str) -> Policy<TokioTimer> {
@@ -218,6 +222,7 @@ async fn exported_counters_equal_the_stats_after_a_scripted_run() {
         hedges: 6,
         hedge_wins: 2,
         budget_denied: 1,
+        out_of_scope: 2,
     };
     assert_eq!(stats, expected, "the script drives every counter");
     assert_eq!(collector.collect().stats(Some("scripted")), stats);
@@ -295,6 +300,7 @@ fn units_follow_the_semantic_conventions() {
         ("hedging.enabled", "1"),
         ("hedging.hedge_wins", "{call}"),
         ("hedging.hedges", "{hedge}"),
+        ("hedging.out_of_scope", "{request}"),
     ]
     .into_iter()
     .map(|(name, unit)| (name.to_owned(), unit.to_owned()))
