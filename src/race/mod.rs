@@ -15,8 +15,11 @@ use crate::shard::Counter;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
+mod clock;
 mod ending;
 
+pub(crate) use self::clock::Clock;
+use self::clock::{Due, Times};
 use self::ending::Kept;
 
 /// A panic caught under `catch_unwind`, resumed if the race has nothing else to return.
@@ -83,14 +86,6 @@ pub(crate) enum Phase {
     Done,
 }
 
-/// When the next copy is due, once known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Due {
-    Unknown,
-    At(Duration),
-    Never,
-}
-
 /// Why the copy being started starts now; a refusal by the budget ends that reason only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Reason {
@@ -100,30 +95,6 @@ enum Reason {
     NoneInFlight,
     /// `replace_failed`: a copy failed while others run.
     Replace,
-}
-
-/// One time reading per poll, taken only if a decision needs it.
-pub(crate) struct Clock<'t, Tm> {
-    timer: &'t Tm,
-    now: Option<Duration>,
-}
-
-impl<'t, Tm: Timer> Clock<'t, Tm> {
-    pub(crate) fn new(timer: &'t Tm) -> Self {
-        Clock { timer, now: None }
-    }
-
-    /// The time of this poll, read on first use.
-    pub(crate) fn now(&mut self) -> Duration {
-        *self.now.get_or_insert_with(|| self.timer.now())
-    }
-
-    /// The timer, armed for `deadline`, fired: time has moved on, to the deadline at least
-    /// (a timer that fires is trusted, whatever its clock says).
-    pub(crate) fn fired_at(&mut self, deadline: Option<Duration>) {
-        let now = self.timer.now();
-        self.now = Some(deadline.map_or(now, |deadline| now.max(deadline)));
-    }
 }
 
 /// The state of one call's race. Counts of copies are bytes: a call starts at most 64,
@@ -156,42 +127,6 @@ pub(crate) struct Race<T, E> {
     /// The lowest-index failure, or failing that the lowest-index caught panic, or the
     /// lowest-index withdrawn result.
     kept: Cold<Kept<T, E>>,
-}
-
-/// The race's times, from when its clock starts: the original's first `Pending`.
-struct Times {
-    /// When the original first said `Pending`.
-    first_start: Duration,
-    /// The newest copy's start by the schedule: its due time, or when it started early.
-    last_start: Duration,
-    /// When the copy of the last [`Next::Start`] starts, as its `Attempt::elapsed` says:
-    /// the clock, or the start of the copy before if the clock reads earlier (a clock
-    /// that went back, a sleep that fired early), so starts never go backwards.
-    latest_start: Duration,
-    next_due: Due,
-    /// The deadline the timer is armed for.
-    armed_at: Option<Duration>,
-}
-
-impl Times {
-    /// When copy `copy` is due by the clock, computed once per copy; `None` when the
-    /// clock never starts it.
-    fn next_due<Tm>(&mut self, shared: &Shared<Tm>, copy: u8) -> Option<Duration> {
-        if self.next_due == Due::Unknown {
-            let due = shared
-                .schedule
-                .due(copy.into(), self.last_start, self.first_start);
-            self.next_due = match due {
-                // A due time that saturated is past the end of time: it never comes.
-                Some(due) if due < Duration::MAX => Due::At(due),
-                _ => Due::Never,
-            };
-        }
-        match self.next_due {
-            Due::At(due) => Some(due),
-            Due::Unknown | Due::Never => None,
-        }
-    }
 }
 
 impl<T, E> Race<T, E> {
@@ -230,20 +165,6 @@ impl<T, E> Race<T, E> {
     /// When the original started, once the clock runs.
     pub(crate) fn first_start(&self) -> Option<Duration> {
         self.times.as_ref().map(|times| times.first_start)
-    }
-
-    /// Starts the call's clock unless it runs already.
-    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
-        self.times.get_or_insert_with(|| {
-            let now = clock.now();
-            Times {
-                first_start: now,
-                last_start: now,
-                latest_start: now,
-                next_due: Due::Unknown,
-                armed_at: None,
-            }
-        })
     }
 
     /// What to do next, given the copies in flight and when the oldest of them started.
