@@ -279,3 +279,183 @@ fn manual_timer_sleeps_until_exact_deadlines() {
     timer.advance(Duration::from_millis(1));
     assert!(poll(sleep.as_mut(), &waker).is_ready(), "at 9 ms exactly");
 }
+
+/// A `ManualTimer` that counts how the hedge asks it the time. With `defers`, it arms a
+/// call's first sleep before the clock is read, as the shipped timers do; without, it
+/// keeps every provided method's default.
+#[derive(Clone)]
+struct Counting {
+    timer: ManualTimer,
+    defers: bool,
+    reads: Arc<std::sync::atomic::AtomicUsize>,
+    starts_told: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counting {
+    fn new(timer: &ManualTimer, defers: bool) -> Self {
+        Counting {
+            timer: timer.clone(),
+            defers,
+            reads: Arc::default(),
+            starts_told: Arc::default(),
+        }
+    }
+
+    /// (clock readings, starts told by a first sleep)
+    fn asked(&self) -> (usize, usize) {
+        let load = |count: &std::sync::atomic::AtomicUsize| {
+            count.load(std::sync::atomic::Ordering::SeqCst)
+        };
+        (load(&self.reads), load(&self.starts_told))
+    }
+}
+
+impl Timer for Counting {
+    type Sleep = hedging::timer::ManualSleep;
+
+    fn now(&self) -> Duration {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.timer.now()
+    }
+
+    fn sleep(&self, after: Duration) -> Self::Sleep {
+        self.timer.sleep(after)
+    }
+
+    fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
+        if self.defers {
+            self.timer.sleep_from_now(after)
+        } else {
+            None
+        }
+    }
+
+    fn started(&self, sleep: &Self::Sleep, after: Duration) -> Duration {
+        self.starts_told
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.timer.started(sleep, after)
+    }
+}
+
+type Classify = fn(&Result<u32, u32>) -> hedging::Verdict;
+
+/// What [`counted_call`] saw.
+struct Counted {
+    answer: Result<u32, u32>,
+    /// (copy, when it started since the call began)
+    starts: Vec<(usize, Duration)>,
+    /// (clock readings, starts told by a first sleep)
+    asked: (usize, usize),
+}
+
+/// One call on `Counting`, delay 10 ms, two copies, after the clock moved to 100 ms.
+fn counted_call(defers: bool, steps: [common::Step; 2], classify: Classify) -> Counted {
+    use hedging::Hedgeable;
+    let timer = ManualTimer::new();
+    timer.advance(Duration::from_millis(100));
+    let counting = Counting::new(&timer, defers);
+    let policy = hedging::Policy::builder()
+        .max_copies(2)
+        .delay(Duration::from_millis(10))
+        .timer(counting.clone())
+        .build();
+    let backend = common::Backend::new(&timer, steps);
+    let answer =
+        common::Driver::new(backend.factory().hedged(&policy).classify(classify)).run(&timer);
+    let starts = backend
+        .starts()
+        .into_iter()
+        .map(|(copy, at)| (copy, at - Duration::from_millis(100)))
+        .collect();
+    Counted {
+        answer,
+        starts,
+        asked: counting.asked(),
+    }
+}
+
+fn by_result(result: &Result<u32, u32>) -> hedging::Verdict {
+    match result {
+        Ok(_) => hedging::Verdict::Win,
+        Err(_) => hedging::Verdict::Retry,
+    }
+}
+
+fn retry_after_4_ms(result: &Result<u32, u32>) -> hedging::Verdict {
+    match result {
+        Ok(_) => hedging::Verdict::Win,
+        Err(_) => hedging::Verdict::RetryAfter(Duration::from_millis(4)),
+    }
+}
+
+#[test]
+fn a_call_its_original_wins_before_the_delay_never_asks_a_deferring_timer_the_time() {
+    use common::Step;
+    let call = counted_call(true, [Step::ok(3, 0), Step::ok(1, 1)], by_result);
+    assert_eq!(
+        (call.answer, call.starts),
+        (Ok(0), vec![(0, Duration::ZERO)])
+    );
+    assert_eq!(call.asked, (0, 0), "no clock read, no start asked");
+}
+
+#[test]
+fn a_timer_that_cannot_defer_is_read_once_before_its_sleep_is_armed() {
+    use common::Step;
+    let call = counted_call(false, [Step::ok(3, 0), Step::ok(1, 1)], by_result);
+    assert_eq!(
+        (call.answer, call.starts),
+        (Ok(0), vec![(0, Duration::ZERO)])
+    );
+    assert_eq!(call.asked, (1, 0));
+}
+
+#[test]
+fn a_call_that_goes_on_learns_its_start_from_its_first_sleep_once() {
+    use common::Step;
+    let ms = Duration::from_millis;
+    // The hedge at its delay; after a failure, at once; after a pushback, when it says.
+    let scenarios: [([Step; 2], Classify, Duration); 3] = [
+        ([Step::never(), Step::ok(1, 1)], by_result, ms(10)),
+        ([Step::err(3, 7), Step::ok(1, 1)], by_result, ms(3)),
+        ([Step::err(3, 7), Step::ok(1, 1)], retry_after_4_ms, ms(7)),
+    ];
+    for (steps, classify, hedge_at) in scenarios {
+        let deferred = counted_call(true, steps, classify);
+        let read = counted_call(false, steps, classify);
+        let expected = vec![(0, Duration::ZERO), (1, hedge_at)];
+        let deferred_call = (deferred.answer, &deferred.starts);
+        assert_eq!(deferred_call, (Ok(1), &expected), "{steps:?}");
+        assert_eq!((read.answer, &read.starts), (Ok(1), &expected), "{steps:?}");
+        assert_eq!(deferred.asked.1, 1, "the start is asked once: {steps:?}");
+        assert_eq!(read.asked.1, 0, "{steps:?}");
+    }
+}
+
+/// A shipped timer's first sleep, armed before the clock is read, tells the reading it
+/// counts from: between two readings taken around it.
+fn first_sleep_tells_its_start<T: Timer>(timer: T) {
+    let after = Duration::from_millis(10);
+    let before = timer.now();
+    let sleep = timer.sleep_from_now(after).expect("a shipped timer defers");
+    let later = timer.now();
+    let start = timer.started(&sleep, after);
+    assert!(
+        before <= start && start <= later,
+        "{before:?} {start:?} {later:?}"
+    );
+}
+
+#[test]
+fn real_timers_first_sleeps_tell_their_start() {
+    first_sleep_tells_its_start(FuturesTimer::new());
+    first_sleep_tells_its_start(AsyncIoTimer::new());
+    let timer = ManualTimer::new();
+    timer.advance(Duration::from_secs(7));
+    first_sleep_tells_its_start(timer.clone());
+    timer.advance(Duration::MAX);
+    assert!(
+        timer.sleep_from_now(Duration::from_secs(1)).is_none(),
+        "a deadline that would saturate does not tell its start"
+    );
+}

@@ -168,6 +168,23 @@ async fn now_follows_the_paused_clock() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_first_sleep_tells_the_reading_it_counts_from() {
+    let timer = TokioTimer::new();
+    advance(ms(5)).await;
+    let now = timer.now();
+    let mut sleep = pin!(timer.sleep_from_now(ms(10)).expect("tokio's sleeps defer"));
+    assert_eq!(timer.started(&sleep, ms(10)), now);
+    advance(ms(9)).await;
+    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Pending, "1 ms early");
+    advance(ms(1)).await;
+    assert_eq!(futures::poll!(sleep.as_mut()), Poll::Ready(()));
+    assert!(
+        timer.sleep_from_now(Duration::MAX).is_none(),
+        "a deadline tokio would park elsewhere does not tell its start"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn reset_moves_the_deadline_of_the_same_sleep() {
     let timer = TokioTimer::new();
     let mut sleep = pin!(timer.sleep(ms(10)));

@@ -9,7 +9,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use super::{Contest, Copies, Opening, Slot, State};
-use crate::attempt::{Attempt, Classify};
+use crate::attempt::{Attempt, Classify, Verdict};
 use crate::policy::Shared;
 use crate::race::{Arm, Clock, End, Finished, Next, Race};
 use crate::timeout::Deadlines;
@@ -88,7 +88,18 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         D: Deadlines<K::Error>,
         Tm: Timer<Sleep = S>,
     {
-        let mut clock = Clock::new(&shared.timer);
+        // The poll that starts the call's clock leaves it unread while its decisions need
+        // only the time since the start: a timer that can tell when its first sleep started
+        // is then never asked the time unless the call goes on.
+        let unread = matches!(opening, Opening::Pending)
+            && deadlines.attempt().is_none()
+            && deadlines.total().is_none()
+            && shared.schedule.tracker().is_none();
+        let mut clock = if unread {
+            Clock::unread(&shared.timer)
+        } else {
+            Clock::new(&shared.timer)
+        };
         let settled = match opening {
             Opening::Running => self.poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
             Opening::Pending => None,
@@ -99,6 +110,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         if let Some(end) = settled {
             return Poll::Ready(end);
         }
+        self.read_start(race, &shared.timer);
         loop {
             let oldest_start = match deadlines.attempt() {
                 Some(_) => race
@@ -110,20 +122,20 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                 Next::Wait => return Poll::Pending,
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
-                    let sleep = &mut self.sleep;
-                    if let Some(Arm { deadline, now }) = rearm {
-                        match sleep.as_mut().as_pin_mut() {
-                            Some(armed) => shared.timer.reset_until(armed, deadline, now),
-                            None => sleep.set(Some(shared.timer.sleep_until(deadline, now))),
+                    if let Some(arm) = rearm {
+                        if !self.arm(race, &mut clock, &shared.timer, arm) {
+                            continue; // read, the deadline is past the end of time
                         }
                     }
-                    let fired = sleep
+                    let fired = self
+                        .sleep
                         .as_mut()
                         .as_pin_mut()
                         .map_or(Poll::Ready(()), |s| s.poll(cx));
                     if fired.is_pending() {
                         return Poll::Pending;
                     }
+                    self.read_start(race, &shared.timer);
                     let deadline = race.fired();
                     clock.fired_at(deadline);
                 }
@@ -138,6 +150,62 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     }
                 }
             }
+        }
+    }
+
+    /// Arms the timer as the race asked, or re-arms it; `false` if nothing was armed: the
+    /// clock, read for a timer that cannot arm before the reading, put the deadline past
+    /// the end of time.
+    #[inline(always)]
+    fn arm<T, E, Tm: Timer<Sleep = S>>(
+        &mut self,
+        race: &mut Race<T, E>,
+        clock: &mut Clock<'_, Tm>,
+        timer: &Tm,
+        Arm { deadline, now }: Arm,
+    ) -> bool {
+        match self.sleep.as_mut().as_pin_mut() {
+            Some(armed) => timer.reset_until(armed, deadline, now),
+            None if clock.is_unread() => {
+                // The call's first sleep, its clock unread: the deadline counts from the
+                // call's start, and `now` is that start.
+                self.sleep.set(timer.sleep_from_now(deadline));
+                if self.sleep.is_none() {
+                    return self.arm_read(race, clock, timer);
+                }
+            }
+            None => self.sleep.set(Some(timer.sleep_until(deadline, now))),
+        }
+        true
+    }
+
+    /// [`Copies::arm`] for a timer that cannot arm before the clock is read: reads it, and
+    /// arms for the race's deadline on it.
+    #[inline(never)]
+    fn arm_read<T, E, Tm: Timer<Sleep = S>>(
+        &mut self,
+        race: &mut Race<T, E>,
+        clock: &mut Clock<'_, Tm>,
+        timer: &Tm,
+    ) -> bool {
+        let now = clock.start();
+        race.resolve(now);
+        let Some(deadline) = race.armed_at() else {
+            return false;
+        };
+        self.sleep.set(Some(timer.sleep_until(deadline, now)));
+        true
+    }
+
+    /// Moves the race onto the clock if its start is unread, as its first sleep tells it:
+    /// before any decision that needs the time.
+    #[inline]
+    fn read_start<T, E, Tm: Timer<Sleep = S>>(&self, race: &mut Race<T, E>, timer: &Tm) {
+        if let Some(after) = race.unread_start() {
+            let Some(sleep) = self.sleep.as_ref().get_ref() else {
+                unreachable!("a call whose start is unread has its first sleep");
+            };
+            race.resolve(timer.started(sleep, after));
         }
     }
 
@@ -164,7 +232,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
     where
         K: Contest<Copy = C>,
         Cl: Classify<K::Ok, K::Error>,
-        Tm: Timer,
+        Tm: Timer<Sleep = S>,
     {
         let catch = shared.catch_unwind;
         if let Some(copy) = self.original.as_mut().as_pin_mut() {
@@ -172,6 +240,9 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                 let verdict = Race::verdict(&finished, classify);
                 if !K::stays(verdict) {
                     self.original.set(None);
+                }
+                if verdict != Some(Verdict::Win) {
+                    self.read_start(race, &shared.timer); // the call goes on
                 }
                 if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
                     return Some(end);

@@ -1,8 +1,9 @@
-//! The call's clock: one reading per poll, and the times the race keeps from it.
+//! The call's clock: one reading per poll, the times the race keeps from it, and a start
+//! that may stay unread until a decision needs it.
 
 use core::time::Duration;
 
-use super::Race;
+use super::{deadline, Race};
 use crate::policy::Shared;
 use crate::timer::Timer;
 
@@ -18,11 +19,44 @@ pub(super) enum Due {
 pub(crate) struct Clock<'t, Tm> {
     timer: &'t Tm,
     now: Option<Duration>,
+    /// Whether the call's clock starts in this poll and has not been read: it reads zero,
+    /// and the times the race takes from it count from the call's start (see
+    /// [`Race::resolve`]).
+    unread: bool,
 }
 
 impl<'t, Tm: Timer> Clock<'t, Tm> {
     pub(crate) fn new(timer: &'t Tm) -> Self {
-        Clock { timer, now: None }
+        Clock {
+            timer,
+            now: None,
+            unread: false,
+        }
+    }
+
+    /// The clock of the poll that starts a call's clock, when no decision of that poll
+    /// needs the time itself (no deadlines, no adaptive delay): until [`Clock::start`],
+    /// it reads zero, the call's start.
+    pub(crate) fn unread(timer: &'t Tm) -> Self {
+        Clock {
+            timer,
+            now: Some(Duration::ZERO),
+            unread: true,
+        }
+    }
+
+    /// Whether the clock still reads the call's start as zero.
+    pub(crate) fn is_unread(&self) -> bool {
+        self.unread
+    }
+
+    /// Reads the clock for a poll that began unread, and returns the reading: the call's
+    /// start.
+    pub(crate) fn start(&mut self) -> Duration {
+        let now = self.timer.now();
+        self.now = Some(now);
+        self.unread = false;
+        now
     }
 
     /// The time of this poll, read on first use.
@@ -35,6 +69,7 @@ impl<'t, Tm: Timer> Clock<'t, Tm> {
     pub(crate) fn fired_at(&mut self, deadline: Option<Duration>) {
         let now = self.timer.now();
         self.now = Some(deadline.map_or(now, |deadline| now.max(deadline)));
+        self.unread = false;
     }
 }
 
@@ -51,6 +86,9 @@ pub(super) struct Times {
     pub(super) next_due: Due,
     /// The deadline the timer is armed for.
     pub(super) armed_at: Option<Duration>,
+    /// Whether these times count from the call's start, which was not read (see
+    /// [`Clock::unread`]): zero is the start, until [`Race::resolve`].
+    pub(super) unread: bool,
 }
 
 impl Times {
@@ -85,7 +123,46 @@ impl<T, E> Race<T, E> {
                 latest_start: now,
                 next_due: Due::Unknown,
                 armed_at: None,
+                unread: clock.unread,
             }
         })
+    }
+
+    /// How far past the call's start the timer is armed, while the start is unread: the
+    /// first sleep, made without reading the clock, tells the start (`Timer::started`).
+    #[inline]
+    pub(crate) fn unread_start(&self) -> Option<Duration> {
+        match &self.times {
+            Some(times) if times.unread => times.armed_at,
+            _ => None,
+        }
+    }
+
+    /// The call's clock, which started unread, started at `start`: the times that counted
+    /// from it move onto the clock, as if it had been read then. Whatever saturates is past
+    /// the end of time.
+    #[cold]
+    pub(crate) fn resolve(&mut self, start: Duration) {
+        let Some(times) = self.times.as_mut().filter(|times| times.unread) else {
+            return;
+        };
+        times.unread = false;
+        times.first_start = start;
+        times.last_start = start.saturating_add(times.last_start);
+        times.latest_start = start.saturating_add(times.latest_start);
+        if let Due::At(due) = times.next_due {
+            times.next_due = deadline(start, due).map_or(Due::Never, Due::At);
+        }
+        times.armed_at = times
+            .armed_at
+            .and_then(|armed_at| deadline(start, armed_at));
+    }
+
+    /// The deadline the timer is armed for, once the call's clock was read.
+    pub(crate) fn armed_at(&self) -> Option<Duration> {
+        self.times
+            .as_ref()
+            .filter(|times| !times.unread)
+            .and_then(|times| times.armed_at)
     }
 }

@@ -168,8 +168,28 @@ impl<T, E> Race<T, E> {
     }
 
     /// What to do next, given the copies in flight and when the oldest of them started.
+    ///
+    /// On a clock that reads the call's start as zero, only the first arming of the timer
+    /// goes on without the time (see [`Clock::unread`]): any other decision reads the
+    /// clock and moves the call's times onto it before it is acted on.
     #[inline(always)]
     pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
+        &mut self,
+        shared: &Shared<Tm>,
+        deadlines: &D,
+        oldest_start: Option<Duration>,
+        clock: &mut Clock<'_, Tm>,
+    ) -> Next<T, E> {
+        let next = self.decide(shared, deadlines, oldest_start, clock);
+        if clock.is_unread() && !matches!(next, Next::Sleep { rearm: Some(_) }) {
+            self.resolve(clock.start());
+        }
+        next
+    }
+
+    /// [`Race::next`] on the clock as it reads.
+    #[inline(always)]
+    fn decide<Tm: Timer, D: Deadlines<E>>(
         &mut self,
         shared: &Shared<Tm>,
         deadlines: &D,

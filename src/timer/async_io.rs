@@ -4,6 +4,7 @@ use core::pin::Pin;
 use core::time::Duration;
 use std::future::Future;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use super::Timer;
 
@@ -23,13 +24,23 @@ impl AsyncIoTimer {
 
 /// The sleep of [`AsyncIoTimer`]: an [`async_io::Timer`] that completes once.
 #[derive(Debug)]
-pub struct AsyncIoSleep(async_io::Timer);
+pub struct AsyncIoSleep {
+    timer: async_io::Timer,
+    /// The clock reading it counts from, if it was made by `sleep_from_now`.
+    start: Option<Instant>,
+}
+
+impl AsyncIoSleep {
+    fn new(timer: async_io::Timer) -> Self {
+        AsyncIoSleep { timer, start: None }
+    }
+}
 
 impl Future for AsyncIoSleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.0).poll(cx).map(drop)
+        Pin::new(&mut self.timer).poll(cx).map(drop)
     }
 }
 
@@ -41,26 +52,40 @@ impl Timer for AsyncIoTimer {
     }
 
     fn sleep(&self, after: Duration) -> Self::Sleep {
-        AsyncIoSleep(async_io::Timer::after(after))
+        AsyncIoSleep::new(async_io::Timer::after(after))
     }
 
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
-        sleep.get_mut().0.set_after(after);
+        sleep.get_mut().timer.set_after(after);
     }
 
     // The hedge read the clock already: `Timer::after` would read it again.
     // A deadline `Instant` cannot hold is past the end of time: it never fires.
     fn sleep_until(&self, deadline: Duration, _now: Duration) -> Self::Sleep {
         match super::instant(deadline) {
-            Some(at) => AsyncIoSleep(async_io::Timer::at(at)),
+            Some(at) => AsyncIoSleep::new(async_io::Timer::at(at)),
             None => self.sleep(Duration::MAX),
         }
     }
 
     fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, _now: Duration) {
         match super::instant(deadline) {
-            Some(at) => sleep.get_mut().0.set_at(at),
+            Some(at) => sleep.get_mut().timer.set_at(at),
             None => self.reset(sleep, Duration::MAX),
         }
+    }
+
+    // What `Timer::after` does, keeping the reading: converted only if the call goes on.
+    fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
+        let start = Instant::now();
+        let at = start.checked_add(after)?;
+        Some(AsyncIoSleep {
+            timer: async_io::Timer::at(at),
+            start: Some(start),
+        })
+    }
+
+    fn started(&self, sleep: &Self::Sleep, _after: Duration) -> Duration {
+        sleep.start.map_or_else(|| self.now(), super::since)
     }
 }

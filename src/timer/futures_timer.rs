@@ -2,6 +2,9 @@
 
 use core::pin::Pin;
 use core::time::Duration;
+use std::future::Future;
+use std::task::{Context, Poll};
+use std::time::Instant;
 
 use super::Timer;
 
@@ -39,8 +42,25 @@ impl FuturesTimer {
     }
 }
 
+/// The sleep of [`FuturesTimer`]: a [`futures_timer::Delay`] that completes once.
+#[derive(Debug)]
+pub struct FuturesSleep {
+    delay: futures_timer::Delay,
+    /// The clock reading it counts from, if it was made by `sleep_from_now`: `Delay` reads
+    /// its own and keeps it to itself.
+    start: Option<Instant>,
+}
+
+impl Future for FuturesSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.delay).poll(cx)
+    }
+}
+
 impl Timer for FuturesTimer {
-    type Sleep = futures_timer::Delay;
+    type Sleep = FuturesSleep;
 
     fn now(&self) -> Duration {
         super::since_origin()
@@ -49,11 +69,29 @@ impl Timer for FuturesTimer {
     fn sleep(&self, after: Duration) -> Self::Sleep {
         #[cfg(all(debug_assertions, feature = "tokio"))]
         paused_tokio::warn_once();
-        futures_timer::Delay::new(after.min(FAR_FUTURE))
+        FuturesSleep {
+            delay: futures_timer::Delay::new(after.min(FAR_FUTURE)),
+            start: None,
+        }
     }
 
     fn reset(&self, sleep: Pin<&mut Self::Sleep>, after: Duration) {
-        sleep.get_mut().reset(after.min(FAR_FUTURE));
+        sleep.get_mut().delay.reset(after.min(FAR_FUTURE));
+    }
+
+    // A raw reading, taken as `Delay` takes its own: converted only if the call goes on.
+    fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
+        #[cfg(all(debug_assertions, feature = "tokio"))]
+        paused_tokio::warn_once();
+        let start = Instant::now();
+        Some(FuturesSleep {
+            delay: futures_timer::Delay::new(after.min(FAR_FUTURE)),
+            start: Some(start),
+        })
+    }
+
+    fn started(&self, sleep: &Self::Sleep, _after: Duration) -> Duration {
+        sleep.start.map_or_else(|| self.now(), super::since)
     }
 }
 

@@ -184,6 +184,19 @@ impl Timer for ManualTimer {
     fn reset_until(&self, sleep: Pin<&mut ManualSleep>, deadline: Duration, _now: Duration) {
         self.lock().move_deadline(sleep.slot, deadline);
     }
+
+    // Its deadline, less `after`, is the reading it counts from; one that would saturate
+    // would not tell it, so the hedge reads the clock instead.
+    fn sleep_from_now(&self, after: Duration) -> Option<ManualSleep> {
+        let mut clock = self.lock();
+        let deadline = clock.now.checked_add(after)?;
+        Some(self.register(&mut clock, deadline))
+    }
+
+    fn started(&self, sleep: &ManualSleep, after: Duration) -> Duration {
+        let deadline = self.lock().registration(sleep.slot).deadline;
+        deadline.saturating_sub(after)
+    }
 }
 
 impl ManualTimer {

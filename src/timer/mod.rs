@@ -60,7 +60,7 @@ mod tokio;
 pub use self::async_io::{AsyncIoSleep, AsyncIoTimer};
 #[cfg(feature = "futures-timer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "futures-timer")))]
-pub use self::futures_timer::FuturesTimer;
+pub use self::futures_timer::{FuturesSleep, FuturesTimer};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use self::manual::{ManualSleep, ManualTimer};
@@ -70,11 +70,13 @@ pub use self::tokio::TokioTimer;
 
 /// A monotonic clock that can make sleeps.
 ///
-/// `Hedge` calls [`now`](Timer::now) to learn when the original copy started and
-/// [`sleep_until`](Timer::sleep_until) once per call, only when a hedge is due while the
-/// original is still pending; later deadlines re-arm that one sleep through
-/// [`reset_until`](Timer::reset_until). Both default to [`sleep`](Timer::sleep) and
-/// [`reset`](Timer::reset), the two a timer must provide.
+/// `Hedge` arms one sleep per call, only when a hedge is due while the original is still
+/// pending: through [`sleep_from_now`](Timer::sleep_from_now) if the timer can tell later
+/// when that sleep started (the call's clock then starts unread, and
+/// [`started`](Timer::started) reads it only if the call goes on), else by reading
+/// [`now`](Timer::now) and calling [`sleep_until`](Timer::sleep_until). Later deadlines
+/// re-arm that one sleep through [`reset_until`](Timer::reset_until). These default to
+/// [`sleep`](Timer::sleep) and [`reset`](Timer::reset), the two a timer must provide.
 ///
 /// Implementations must be cheap to clone (the policy holds one) and must not block.
 ///
@@ -135,6 +137,32 @@ pub trait Timer: Clone {
     fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, now: Duration) {
         self.reset(sleep, deadline.saturating_sub(now));
     }
+
+    /// A sleep that completes `after` from now, made before the caller read the clock, if
+    /// this timer can tell later which reading of its clock the sleep counts from (see
+    /// [`started`](Timer::started)); `None` if it cannot.
+    ///
+    /// `Hedge` arms a call's first sleep through this, so that a call whose original answers
+    /// before the delay never reads the clock itself; it asks [`started`](Timer::started)
+    /// only if the call goes on. On `None` it reads [`now`](Timer::now) and arms
+    /// [`sleep_until`](Timer::sleep_until), as it does for every later deadline. The default
+    /// is `None`.
+    fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
+        let _ = after;
+        None
+    }
+
+    /// The reading of [`now`](Timer::now) that `sleep`, made by
+    /// [`sleep_from_now`](Timer::sleep_from_now)`(after)`, counts from: its deadline less
+    /// `after`. `Hedge` asks at most once per call, before it re-arms `sleep`.
+    ///
+    /// A timer whose `sleep_from_now` returns `Some` overrides this. The default reads
+    /// `now`, later than the sleep's own reading: right only for a timer whose
+    /// `sleep_from_now` returns `None`, which never has it called.
+    fn started(&self, sleep: &Self::Sleep, after: Duration) -> Duration {
+        let _ = (sleep, after);
+        self.now()
+    }
 }
 
 /// The timer a [`Policy`](crate::Policy) uses when none is given: [`FuturesTimer`].
@@ -171,6 +199,13 @@ fn origin() -> std::time::Instant {
 #[cfg(any(feature = "futures-timer", feature = "async-io"))]
 pub(crate) fn since_origin() -> Duration {
     origin().elapsed()
+}
+
+/// What `since_origin` read, or would have, at `instant` (zero if it came before the
+/// origin was set, as the first reading after it is close to zero).
+#[cfg(any(feature = "futures-timer", feature = "async-io"))]
+pub(crate) fn since(instant: std::time::Instant) -> Duration {
+    instant.saturating_duration_since(origin())
 }
 
 /// The instant `since_origin` reads as `at`, if it can be represented.

@@ -98,6 +98,26 @@ impl Timer for TokioTimer {
     fn reset_until(&self, sleep: Pin<&mut Self::Sleep>, deadline: Duration, _now: Duration) {
         sleep.reset(self.instant(deadline));
     }
+
+    // tokio's own `sleep` reads the clock once, and the sleep keeps its deadline: the
+    // reading is that deadline less `after`, converted only if the call goes on. Past
+    // `FAR_FUTURE`, tokio may park the deadline elsewhere, so the hedge reads the clock.
+    fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
+        if after.as_secs() < FAR_FUTURE.as_secs() {
+            Some(tokio::time::sleep(after))
+        } else {
+            None
+        }
+    }
+
+    fn started(&self, sleep: &Self::Sleep, after: Duration) -> Duration {
+        sleep
+            .deadline()
+            .checked_sub(after)
+            .map_or(Duration::ZERO, |start| {
+                start.saturating_duration_since(self.origin)
+            })
+    }
 }
 
 impl TokioTimer {
