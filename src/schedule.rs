@@ -50,6 +50,7 @@ pub(crate) struct Schedule {
 impl Schedule {
     /// The delay before copy `copy` (≥ 1), counted from the start of the copy before it,
     /// as it stands at `now`; `None` when copy `copy` is not started by the clock.
+    #[inline]
     pub(crate) fn delay(&self, copy: usize, now: Duration) -> Option<Duration> {
         match &self.delays {
             Delays::Fixed(delay) => Some(*delay),
@@ -93,6 +94,7 @@ impl Schedule {
 
 /// The due time of a copy whose delay is `delay`, capped by `max_delay` after the first
 /// copy; past the cap, copies are spread `max(delay / 4, 1 ms)` apart.
+#[inline]
 pub(crate) fn due_after(
     delay: Duration,
     max_delay: Option<Duration>,

@@ -395,6 +395,7 @@ where
 }
 
 /// Polls one copy; with `catch`, a panic is the copy's end.
+#[inline]
 fn poll<K: Contest>(
     copy: Pin<&mut K::Copy>,
     cx: &mut Context<'_>,

@@ -396,7 +396,7 @@ impl<C, S> Copies<'_, C, S> {
     }
 
     /// Drops every copy and the timer.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn clear(&mut self) {
         self.original.set(None);
         if let Some(slab) = self.hedges {

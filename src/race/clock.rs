@@ -94,6 +94,7 @@ pub(super) struct Times {
 impl Times {
     /// When copy `copy` is due by the clock, computed once per copy; `None` when the
     /// clock never starts it.
+    #[inline(always)]
     pub(super) fn next_due<Tm>(&mut self, shared: &Shared<Tm>, copy: u8) -> Option<Duration> {
         if self.next_due == Due::Unknown {
             let due = shared

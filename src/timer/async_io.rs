@@ -39,6 +39,7 @@ impl AsyncIoSleep {
 impl Future for AsyncIoSleep {
     type Output = ();
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         Pin::new(&mut self.timer).poll(cx).map(drop)
     }
@@ -76,6 +77,7 @@ impl Timer for AsyncIoTimer {
     }
 
     // What `Timer::after` does, keeping the reading: converted only if the call goes on.
+    #[inline]
     fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
         let start = Instant::now();
         let at = start.checked_add(after)?;

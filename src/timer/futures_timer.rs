@@ -54,6 +54,7 @@ pub struct FuturesSleep {
 impl Future for FuturesSleep {
     type Output = ();
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         Pin::new(&mut self.delay).poll(cx)
     }
@@ -80,6 +81,7 @@ impl Timer for FuturesTimer {
     }
 
     // A raw reading, taken as `Delay` takes its own: converted only if the call goes on.
+    #[inline]
     fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
         #[cfg(all(debug_assertions, feature = "tokio"))]
         paused_tokio::warn_once();

@@ -102,6 +102,7 @@ impl Timer for TokioTimer {
     // tokio's own `sleep` reads the clock once, and the sleep keeps its deadline: the
     // reading is that deadline less `after`, converted only if the call goes on. Past
     // `FAR_FUTURE`, tokio may park the deadline elsewhere, so the hedge reads the clock.
+    #[inline]
     fn sleep_from_now(&self, after: Duration) -> Option<Self::Sleep> {
         if after.as_secs() < FAR_FUTURE.as_secs() {
             Some(tokio::time::sleep(after))
