@@ -95,11 +95,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
             && deadlines.attempt().is_none()
             && deadlines.total().is_none()
             && shared.schedule.tracker().is_none();
-        let mut clock = if unread {
-            Clock::unread(&shared.timer)
-        } else {
-            Clock::new(&shared.timer)
-        };
+        let mut clock = Clock::new(&shared.timer, unread);
         let settled = match opening {
             Opening::Running => self.poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
             Opening::Pending => None,

@@ -26,22 +26,14 @@ pub(crate) struct Clock<'t, Tm> {
 }
 
 impl<'t, Tm: Timer> Clock<'t, Tm> {
-    pub(crate) fn new(timer: &'t Tm) -> Self {
+    /// The clock of one poll. `unread`, for the poll that starts a call's clock when none
+    /// of its decisions needs the time itself (no deadlines, no adaptive delay): until
+    /// [`Clock::start`], it reads zero, the call's start.
+    pub(crate) fn new(timer: &'t Tm, unread: bool) -> Self {
         Clock {
             timer,
-            now: None,
-            unread: false,
-        }
-    }
-
-    /// The clock of the poll that starts a call's clock, when no decision of that poll
-    /// needs the time itself (no deadlines, no adaptive delay): until [`Clock::start`],
-    /// it reads zero, the call's start.
-    pub(crate) fn unread(timer: &'t Tm) -> Self {
-        Clock {
-            timer,
-            now: Some(Duration::ZERO),
-            unread: true,
+            now: unread.then_some(Duration::ZERO),
+            unread,
         }
     }
 
@@ -87,7 +79,7 @@ pub(super) struct Times {
     /// The deadline the timer is armed for.
     pub(super) armed_at: Option<Duration>,
     /// Whether these times count from the call's start, which was not read (see
-    /// [`Clock::unread`]): zero is the start, until [`Race::resolve`].
+    /// [`Clock::new`]): zero is the start, until [`Race::resolve`].
     pub(super) unread: bool,
 }
 

@@ -242,7 +242,7 @@ impl<T, E> Race<T, E> {
         original_alive: bool,
     ) {
         // The clock runs only once a call waited: an instant answer skips all of this.
-        if let (Some(first_start), Some(_)) = (self.first_start(), shared.schedule.tracker()) {
+        if let (Some(_), Some(first_start)) = (shared.schedule.tracker(), self.first_start()) {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {

@@ -170,7 +170,7 @@ impl<T, E> Race<T, E> {
     /// What to do next, given the copies in flight and when the oldest of them started.
     ///
     /// On a clock that reads the call's start as zero, only the first arming of the timer
-    /// goes on without the time (see [`Clock::unread`]): any other decision reads the
+    /// goes on without the time (see [`Clock::new`]): any other decision reads the
     /// clock and moves the call's times onto it before it is acted on.
     #[inline(always)]
     pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
