@@ -6,6 +6,15 @@
 #
 #   benches/instructions.sh                 # the fast-path, armed-path and budget cases
 #   benches/instructions.sh ready/bare ...  # the cases named (ids as in the table)
+#   RUNS=5 benches/instructions.sh ...      # the median of 5 counts per case
+#   OWN=1 benches/instructions.sh ...       # less the timer's own work (see below)
+#
+# futures-timer and async-io hand part of their work to a helper thread, and how much
+# of it runs, and where, moves from run to run by a hundred instructions and more. With
+# `OWN=1` a case counts its calling thread only, less the inclusive cost of the timer's
+# own functions (making, polling and dropping a sleep): what is left is the bench's loop
+# and what hedging adds, and it repeats within a few instructions. Quote "over the timer
+# alone" for those timers from `OWN=1` runs.
 #
 # Needs valgrind (Debian: apt-get install valgrind).
 set -euo pipefail
@@ -13,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 few=1000
 many=21000
+runs=${RUNS:-1}
 
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
@@ -31,15 +41,59 @@ fi
 bench=$(cargo bench --all-features --bench overhead --no-run --message-format=json 2>/dev/null |
     grep -o '"executable":"[^"]*"' | tail -n 1 | cut -d '"' -f 4)
 
-count() { # case, calls -> instructions of the whole run
-    HEDGING_BENCH_PROFILE="$1" HEDGING_BENCH_ITERS="$2" \
-        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" 2>&1 |
-        sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+# The timer's own functions a case calls (outermost only: their costs are inclusive).
+timer_functions() {
+    case "$1" in
+    *futures_timer)
+        echo 'futures_timer::native::delay::Delay::new_handle'
+        echo '<futures_timer::native::timer::TimerHandle as core::default::Default>::default'
+        echo '<futures_timer::native::delay::Delay as core::future::future::Future>::poll'
+        echo '<futures_timer::native::delay::Delay as core::ops::drop::Drop>::drop'
+        echo 'alloc::sync::Arc<T,A>::drop_slow' # the sleep's node, when its last holder
+        ;;
+    *async_io)
+        echo '<async_io::Timer as core::future::future::Future>::poll'
+        echo '<async_io::Timer as core::ops::drop::Drop>::drop'
+        ;;
+    esac
+}
+
+count() { # case, calls -> instructions of the whole run (with OWN=1: see above)
+    if [ "${OWN:-0}" = 1 ]; then
+        local out
+        out=$(mktemp -d)
+        HEDGING_BENCH_PROFILE="$1" HEDGING_BENCH_ITERS="$2" \
+            valgrind --tool=callgrind --separate-threads=yes \
+            --callgrind-out-file="$out/callgrind.out" "$bench" >/dev/null 2>&1
+        callgrind_annotate --inclusive=yes --threshold=100 "$out/callgrind.out-01" |
+            awk -v functions="$(timer_functions "$1")" '
+                BEGIN { n = split(functions, names, "\n"); for (i = 1; i <= n; i++) own[names[i]] = 1 }
+                /^ *[0-9,]+ +\(/ {
+                    cost = $1; gsub(",", "", cost)
+                    name = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", name)
+                    sub(/ \[[^]]*\]$/, "", name); sub(/^[^:]*\?\?\?:/, "", name)
+                    if (name ~ /PROGRAM TOTALS/) total = cost
+                    else if (name in own) timer += cost
+                }
+                END { print total - timer }'
+        rm -rf "$out"
+    else
+        HEDGING_BENCH_PROFILE="$1" HEDGING_BENCH_ITERS="$2" \
+            valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" 2>&1 |
+            sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+    fi
+}
+
+per_call() { # case -> instructions per call, from one pair of runs
+    local low high
+    low=$(count "$1" "$few")
+    high=$(count "$1" "$many")
+    echo $(( (high - low) / (many - few) ))
 }
 
 printf '| case | instructions/call |\n|---|---:|\n'
 for case in "${cases[@]}"; do
-    low=$(count "$case" "$few")
-    high=$(count "$case" "$many")
-    printf '| `%s` | %s |\n' "$case" "$(( (high - low) / (many - few) ))"
+    counts=$(for _ in $(seq "$runs"); do per_call "$case"; done | sort -n)
+    median=$(echo "$counts" | sed -n "$(( (runs + 1) / 2 ))p")
+    printf '| `%s` | %s |\n' "$case" "$median"
 done
