@@ -191,6 +191,7 @@ fn switching_keeps_the_stats_and_counts_disabled_calls_as_usual() {
         hedges: 1,
         hedge_wins: 1,
         budget_denied: 0,
+        out_of_scope: 0,
     };
     assert_eq!(policy.stats(), expected);
 }
