@@ -845,7 +845,7 @@ fn table(
         let _ = writeln!(out, "\n{early} sleeps of {DELAY:?} in the `bare+…` cases were ready on their first poll (the thread was descheduled past their deadline).");
     }
 
-    out.push_str("\n| budget (DESIGN §6) | measured | held |\n|---|---:|:---:|\n");
+    out.push_str("\n| performance budget | measured | held |\n|---|---:|:---:|\n");
     let over = |id: &str, base: &str| median(id).zip(median(base)).map(|(a, b)| a - b);
     let mut budget = |what: String,
                       measured: Option<f64>,

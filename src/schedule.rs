@@ -101,7 +101,11 @@ pub(crate) fn due_after(
     previous_start: Duration,
     first_start: Duration,
 ) -> Duration {
-    let natural = previous_start.saturating_add(delay);
+    // A call's first due time counts from zero while its clock is unread: no addition.
+    let natural = match previous_start.is_zero() {
+        true => delay,
+        false => previous_start.saturating_add(delay),
+    };
     let Some(max_delay) = max_delay else {
         return natural;
     };
