@@ -9,9 +9,9 @@ use core::time::Duration;
 use crate::adaptive::{AdaptiveConfig, LatencyTracker};
 use crate::attempt::Attempt;
 use crate::budget::Budget;
-use crate::policy::{HedgeHook, Policy, PolicyBudget, Shared};
+use crate::policy::{HedgeHook, Policy, PolicyBudget, Settings};
 use crate::schedule::{Delays, Schedule};
-use crate::shard::Counters;
+use crate::stats::Counters;
 use crate::timer::{DefaultTimer, Timer};
 
 impl Policy {
@@ -432,7 +432,7 @@ impl<T> PolicyBuilder<T> {
             ),
             (delays, _) => (delays, self.max_delay),
         };
-        Policy::from_shared(Shared {
+        Policy::from_settings(Settings {
             name: self.name,
             max_copies: self.max_copies,
             schedule: Schedule { delays, max_delay },

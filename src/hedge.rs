@@ -10,7 +10,7 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Call, CallParts, Contest, Opening};
+use crate::copies::{Call, CallParts, Copier, RaceEntry};
 use crate::factory::Factory;
 use crate::policy::AsPolicy;
 use crate::race::{End, Finished, Phase, Race};
@@ -230,15 +230,15 @@ where
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.as_mut().project();
         let CallParts { policy, mut state } = this.call.project();
-        let shared = policy.as_policy().shared();
+        let settings = policy.as_policy().settings();
 
         // With no timeouts, a call that runs its original alone needs no race at all.
         let untimed = this.deadlines.attempt().is_none() && this.deadlines.total().is_none();
         let polled = match state.phase {
-            Phase::Running if state.alone() => {
+            Phase::Running if !state.has_race() => {
                 match state
                     .as_mut()
-                    .poll_original::<Futures<'_, F>>(shared.catch_unwind, cx)
+                    .poll_original::<FutureCopier<'_, F>>(settings.catch_unwind, cx)
                 {
                     Poll::Pending => return Poll::Pending,
                     ready => Some(ready),
@@ -246,17 +246,17 @@ where
             }
             Phase::Running => None,
             Phase::Idle => {
-                let contest = &mut Futures(this.factory);
-                match state.as_mut().start(contest, shared, cx) {
-                    Poll::Pending if untimed && state.one_copy(shared) => return Poll::Pending,
+                let copier = &mut FutureCopier(this.factory);
+                match state.as_mut().launch_original(copier, settings, cx) {
+                    Poll::Pending if untimed && state.one_copy(settings) => return Poll::Pending,
                     polled => Some(polled),
                 }
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
-        let opening = match polled {
-            None => Opening::Running,
-            Some(Poll::Pending) => Opening::Pending,
+        let entry = match polled {
+            None => RaceEntry::Running,
+            Some(Poll::Pending) => RaceEntry::Pending,
             Some(Poll::Ready(finished)) => {
                 state.as_mut().drop_original();
                 let verdict = Race::verdict(&finished, this.classify);
@@ -264,14 +264,14 @@ where
                     // The fast path: one stats update, and no race made.
                     (Finished::Item(result), Some(Verdict::Win)) => {
                         state.done();
-                        Race::<F::Ok, F::Error>::won_alone(shared);
+                        Race::<F::Ok, F::Error>::won_without_race(settings);
                         return Poll::Ready(result);
                     }
-                    (finished, verdict) => Opening::Finished(finished, verdict),
+                    (finished, verdict) => RaceEntry::Finished(finished, verdict),
                 }
             }
         };
-        self.race_on(cx, opening)
+        self.race_on(cx, entry)
     }
 }
 
@@ -282,7 +282,7 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
     fn race_on(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        opening: Opening<F::Ok, F::Error>,
+        entry: RaceEntry<F::Ok, F::Error>,
     ) -> Poll<Result<F::Ok, F::Error>>
     where
         C: Classify<F::Ok, F::Error>,
@@ -290,22 +290,22 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
     {
         let this = self.project();
         let CallParts { policy, mut state } = this.call.project();
-        let shared = policy.as_policy().shared();
-        let contest = &mut Futures(this.factory);
-        let (race, mut copies) = state.as_mut().race(shared);
+        let settings = policy.as_policy().settings();
+        let copier = &mut FutureCopier(this.factory);
+        let (race, mut copies) = state.as_mut().race(settings);
         let driven = copies.drive(
             race,
-            contest,
+            copier,
             this.classify,
             this.deadlines,
-            shared,
+            settings,
             cx,
-            opening,
+            entry,
         );
         let Poll::Ready(end) = driven else {
             return Poll::Pending;
         };
-        copies.conclude::<Futures<'_, F>, _>(race, shared, &end);
+        copies.conclude::<FutureCopier<'_, F>, _>(race, settings, &end);
         state.done();
         Poll::Ready(output(end))
     }
@@ -323,9 +323,9 @@ fn output<T, E>(end: End<T, E>) -> Result<T, E> {
 }
 
 /// The copies of a [`Hedge`] are futures.
-struct Futures<'f, F>(&'f mut F);
+struct FutureCopier<'f, F>(&'f mut F);
 
-impl<F: Factory> Contest for Futures<'_, F> {
+impl<F: Factory> Copier for FutureCopier<'_, F> {
     type Copy = F::Future;
     type Ok = F::Ok;
     type Error = F::Error;

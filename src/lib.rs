@@ -167,7 +167,7 @@ mod hedge;
 mod policy;
 mod race;
 mod schedule;
-mod shard;
+mod stats;
 mod stream;
 pub mod timeout;
 pub mod timer;
@@ -183,6 +183,6 @@ pub use crate::ext::{Hedgeable, HedgeableStream, IntoFactory, IntoStreamFactory}
 pub use crate::factory::{AttemptFn, DecliningFn, Factory, FactoryFn, StreamFactory};
 pub use crate::hedge::Hedge;
 pub use crate::policy::{AsPolicy, Policy};
-pub use crate::shard::Stats;
+pub use crate::stats::Stats;
 pub use crate::stream::HedgeStream;
 pub use crate::timeout::Elapsed;

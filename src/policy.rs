@@ -1,4 +1,5 @@
-//! [`Policy`], its builder, and the [`Stats`] every call through it records.
+//! [`Policy`]: the settings its clones share, read on every call (the builder that makes
+//! them is in `builder.rs`, the counters behind [`Stats`] in `stats.rs`).
 
 use alloc::borrow::Cow;
 use alloc::sync::Arc;
@@ -9,7 +10,7 @@ use core::time::Duration;
 use crate::attempt::Attempt;
 use crate::budget::{Budget, Refused};
 use crate::schedule::{Delays, Schedule};
-use crate::shard::{Counter, Counters, Stats};
+use crate::stats::{Counter, Counters, Stats};
 use crate::timer::{DefaultTimer, Timer};
 
 /// The hook [`on_hedge`](crate::PolicyBuilder::on_hedge) installs.
@@ -33,10 +34,10 @@ pub(crate) type HedgeHook = Arc<dyn Fn(&Attempt) + Send + Sync>;
 /// assert_eq!(policy.max_copies(), 3);
 /// ```
 pub struct Policy<T = DefaultTimer> {
-    shared: Arc<Shared<T>>,
+    settings: Arc<Settings<T>>,
 }
 
-pub(crate) struct Shared<T> {
+pub(crate) struct Settings<T> {
     pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) max_copies: usize,
     pub(crate) schedule: Schedule,
@@ -88,12 +89,12 @@ impl<T> Policy<T> {
     /// The policy's label for tracing events and metrics, if
     /// [`name`](crate::PolicyBuilder::name) gave it one.
     pub fn name(&self) -> Option<&str> {
-        self.shared.name.as_deref()
+        self.settings.name.as_deref()
     }
 
     /// The most copies a call may start, the original included.
     pub fn max_copies(&self) -> usize {
-        self.shared.max_copies
+        self.settings.max_copies
     }
 
     /// The delay before the first hedge as it stands now: the fixed
@@ -105,9 +106,9 @@ impl<T> Policy<T> {
     where
         T: Timer,
     {
-        match &self.shared.schedule.delays {
+        match &self.settings.schedule.delays {
             Delays::Fixed(delay) => Some(*delay),
-            Delays::Adaptive(tracker) => Some(tracker.delay(self.shared.timer.now())),
+            Delays::Adaptive(tracker) => Some(tracker.delay(self.settings.timer.now())),
             Delays::Fallback | Delays::PerCopy(_) => None,
         }
     }
@@ -142,24 +143,24 @@ impl<T> Policy<T> {
     /// # });
     /// ```
     pub fn set_enabled(&self, enabled: bool) {
-        self.shared.enabled.store(enabled, Relaxed);
+        self.settings.enabled.store(enabled, Relaxed);
     }
 
     /// Whether calls that begin now may hedge: `false` after
     /// [`set_enabled(false)`](Policy::set_enabled) or
     /// [`PolicyBuilder::enabled(false)`](crate::PolicyBuilder::enabled).
     pub fn is_enabled(&self) -> bool {
-        self.shared.is_enabled()
+        self.settings.is_enabled()
     }
 
     /// The [`Budget`] the policy draws extra copies from, if any.
     pub fn budget(&self) -> Option<&Budget> {
-        self.shared.budget.as_ref().map(|linked| &linked.budget)
+        self.settings.budget.as_ref().map(|linked| &linked.budget)
     }
 
     /// The timer the policy schedules copies with.
     pub fn timer(&self) -> &T {
-        &self.shared.timer
+        &self.settings.timer
     }
 
     /// A snapshot of the counters of every call made through this policy or its clones
@@ -168,7 +169,7 @@ impl<T> Policy<T> {
     /// Counters are summed from per-thread cells without stopping the callers, so a
     /// snapshot taken while calls are in flight may see a call started but not finished.
     pub fn stats(&self) -> Stats {
-        self.shared.counters.snapshot()
+        self.settings.counters.snapshot()
     }
 
     /// Counts one request passed through unhedged because it was outside a layer's scope,
@@ -178,52 +179,52 @@ impl<T> Policy<T> {
     /// opted out) bypasses the race and is counted here, so that `hedges / calls` means
     /// the same behind every layer.
     pub fn count_out_of_scope(&self) {
-        self.shared.counters.add(&[Counter::OutOfScope]);
+        self.settings.counters.add(&[Counter::OutOfScope]);
     }
 
     /// Starts the counters again from zero. Calls in flight are counted, with their
     /// outcome, in the new count when they end.
     pub fn reset_stats(&self) {
-        self.shared.counters.reset();
+        self.settings.counters.reset();
     }
 
-    pub(crate) fn from_shared(shared: Shared<T>) -> Self {
+    pub(crate) fn from_settings(settings: Settings<T>) -> Self {
         Policy {
-            shared: Arc::new(shared),
+            settings: Arc::new(settings),
         }
     }
 
-    pub(crate) fn shared(&self) -> &Shared<T> {
-        &self.shared
+    pub(crate) fn settings(&self) -> &Settings<T> {
+        &self.settings
     }
 }
 
 impl<T> Clone for Policy<T> {
     fn clone(&self) -> Self {
         Policy {
-            shared: Arc::clone(&self.shared),
+            settings: Arc::clone(&self.settings),
         }
     }
 }
 
 impl<T: fmt::Debug> fmt::Debug for Policy<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shared = &*self.shared;
+        let settings = &*self.settings;
         f.debug_struct("Policy")
-            .field("name", &shared.name)
-            .field("max_copies", &shared.max_copies)
-            .field("delays", &shared.schedule.delays)
-            .field("max_delay", &shared.schedule.max_delay)
-            .field("hedge_probability", &shared.hedge_probability)
-            .field("on_hedge", &shared.on_hedge.is_some())
-            .field("catch_unwind", &shared.catch_unwind)
-            .field("replace_failed", &shared.replace_failed)
+            .field("name", &settings.name)
+            .field("max_copies", &settings.max_copies)
+            .field("delays", &settings.schedule.delays)
+            .field("max_delay", &settings.schedule.max_delay)
+            .field("hedge_probability", &settings.hedge_probability)
+            .field("on_hedge", &settings.on_hedge.is_some())
+            .field("catch_unwind", &settings.catch_unwind)
+            .field("replace_failed", &settings.replace_failed)
             .field("enabled", &self.is_enabled())
             .field(
                 "budget",
-                &shared.budget.as_ref().map(|linked| &linked.budget),
+                &settings.budget.as_ref().map(|linked| &linked.budget),
             )
-            .field("timer", &shared.timer)
+            .field("timer", &settings.timer)
             .field("stats", &self.stats())
             .finish()
     }
@@ -264,7 +265,7 @@ fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl<T> Shared<T> {
+impl<T> Settings<T> {
     /// Whether a call loses the hedge probability roll, and so runs one copy; a policy
     /// whose probability is 1 (or that never hedges) rolls nothing.
     #[inline]

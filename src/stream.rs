@@ -10,7 +10,7 @@ use futures_core::{FusedStream, Stream};
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Call, CallParts, Contest, Opening};
+use crate::copies::{Call, CallParts, Copier, RaceEntry};
 use crate::factory::StreamFactory;
 use crate::policy::AsPolicy;
 use crate::race::{End, Phase, Race};
@@ -172,37 +172,37 @@ where
             }
             return Poll::Ready(item);
         }
-        let shared = policy.as_policy().shared();
-        let contest = &mut Streams(this.factory);
-        let opening = match state.phase {
-            Phase::Running => Opening::Running,
+        let settings = policy.as_policy().settings();
+        let copier = &mut StreamCopier(this.factory);
+        let entry = match state.phase {
+            Phase::Running => RaceEntry::Running,
             // Ended without a winner.
             Phase::Done => return Poll::Ready(None),
-            Phase::Idle => match state.as_mut().start(contest, shared, cx) {
-                Poll::Pending => Opening::Pending,
+            Phase::Idle => match state.as_mut().launch_original(copier, settings, cx) {
+                Poll::Pending => RaceEntry::Pending,
                 Poll::Ready(finished) => {
                     let verdict = Race::verdict(&finished, this.classify);
-                    if !Streams::<F>::stays(verdict) {
+                    if !StreamCopier::<F>::stays(verdict) {
                         state.as_mut().drop_original();
                     }
-                    Opening::Finished(finished, verdict)
+                    RaceEntry::Finished(finished, verdict)
                 }
             },
         };
-        let (race, mut copies) = state.as_mut().race(shared);
+        let (race, mut copies) = state.as_mut().race(settings);
         let driven = copies.drive(
             race,
-            contest,
+            copier,
             this.classify,
             this.deadlines,
-            shared,
+            settings,
             cx,
-            opening,
+            entry,
         );
         let Poll::Ready(end) = driven else {
             return Poll::Pending;
         };
-        *this.committed = copies.conclude::<Streams<'_, F>, _>(race, shared, &end);
+        *this.committed = copies.conclude::<StreamCopier<'_, F>, _>(race, settings, &end);
         state.done();
         Poll::Ready(item(end))
     }
@@ -219,9 +219,9 @@ fn item<T, E>(end: End<T, E>) -> Option<Result<T, E>> {
 }
 
 /// The copies of a [`HedgeStream`] are streams, racing for their first item.
-struct Streams<'f, F>(&'f mut F);
+struct StreamCopier<'f, F>(&'f mut F);
 
-impl<F: StreamFactory> Contest for Streams<'_, F> {
+impl<F: StreamFactory> Copier for StreamCopier<'_, F> {
     type Copy = F::Stream;
     type Ok = F::Ok;
     type Error = F::Error;

@@ -294,11 +294,11 @@ where
             None => (self.inner.call(request), None),
         };
         let unhedged = copies.is_none();
-        let (service, spare) = copies.unzip();
+        let (service, to_copy) = copies.unzip();
         let copies = ServiceCopies {
             original: Some(original),
             service,
-            spare,
+            to_copy,
             clone_request: self.clone_request.clone(),
         };
         let hedge = Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone());
@@ -391,7 +391,7 @@ pub struct ServiceCopies<S: Service<Req>, Req, R> {
     service: Option<S>,
     /// The request the call was given, to copy for each hedge; `None` when the call may
     /// not hedge.
-    spare: Option<Req>,
+    to_copy: Option<Req>,
     clone_request: R,
 }
 
@@ -410,10 +410,10 @@ where
         }
         let request = self
             .clone_request
-            .clone_request(self.spare.as_ref()?, attempt)?;
+            .clone_request(self.to_copy.as_ref()?, attempt)?;
         let last = attempt.index() + 1 >= attempt.max_copies();
         let service = if last {
-            self.spare = None;
+            self.to_copy = None;
             self.service.take()
         } else {
             self.service.clone()

@@ -246,7 +246,7 @@ fn nanos(time: Duration) -> u64 {
 #[inline]
 fn stripe() -> usize {
     #[cfg(feature = "std")]
-    return crate::shard::thread_slot::current().map_or(0, |slot| slot % STRIPES);
+    return crate::stats::thread_slot::current().map_or(0, |slot| slot % STRIPES);
     #[cfg(not(feature = "std"))]
     return 0;
 }

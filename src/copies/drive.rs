@@ -8,9 +8,9 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use super::{Contest, Copies, Opening, Slot, State};
+use super::{Copier, Copies, RaceEntry, Slot, State};
 use crate::attempt::{Attempt, Classify, Verdict};
-use crate::policy::Shared;
+use crate::policy::Settings;
 use crate::race::{Arm, Clock, End, Finished, Next, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
@@ -19,19 +19,19 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// Starts the original copy and polls it once. A finished original is still in its
     /// place: see [`State::drop_original`].
     #[inline]
-    pub(crate) fn start<K, Tm>(
+    pub(crate) fn launch_original<K, Tm>(
         mut self: Pin<&mut Self>,
-        contest: &mut K,
-        shared: &Shared<Tm>,
+        copier: &mut K,
+        settings: &Settings<Tm>,
         cx: &mut Context<'_>,
     ) -> Poll<Finished<T, E>>
     where
-        K: Contest<Copy = C, Ok = T, Error = E>,
+        K: Copier<Copy = C, Ok = T, Error = E>,
     {
-        let attempt = self.as_mut().begin(shared);
-        // Read once: the policy is not `Freeze`, so each read would be a load.
-        let catch = shared.catch_unwind;
-        match make(contest, attempt, catch) {
+        let attempt = self.as_mut().first_attempt(settings);
+        // Read once, for the copy's making and its first poll.
+        let catch = settings.catch_unwind;
+        match make(copier, attempt, catch) {
             Ok(Some(copy)) => {
                 self.as_mut().original().set(Some(copy));
                 self.poll_original::<K>(catch, cx)
@@ -52,7 +52,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         cx: &mut Context<'_>,
     ) -> Poll<Finished<T, E>>
     where
-        K: Contest<Copy = C, Ok = T, Error = E>,
+        K: Copier<Copy = C, Ok = T, Error = E>,
     {
         match self.original().as_pin_mut() {
             Some(copy) => poll::<K>(copy, cx, catch),
@@ -75,15 +75,15 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
     pub(crate) fn drive<K, Cl, D, Tm>(
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
-        contest: &mut K,
+        copier: &mut K,
         classify: &mut Cl,
         deadlines: &D,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         cx: &mut Context<'_>,
-        opening: Opening<K::Ok, K::Error>,
+        entry: RaceEntry<K::Ok, K::Error>,
     ) -> Poll<End<K::Ok, K::Error>>
     where
-        K: Contest<Copy = C>,
+        K: Copier<Copy = C>,
         Cl: Classify<K::Ok, K::Error>,
         D: Deadlines<K::Error>,
         Tm: Timer<Sleep = S>,
@@ -91,22 +91,24 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         // The poll that starts the call's clock leaves it unread while its decisions need
         // only the time since the start: a timer that can tell when its first sleep started
         // is then never asked the time unless the call goes on.
-        let unread = matches!(opening, Opening::Pending)
+        let unread = matches!(entry, RaceEntry::Pending)
             && deadlines.attempt().is_none()
             && deadlines.total().is_none()
-            && shared.schedule.tracker().is_none();
-        let mut clock = Clock::new(&shared.timer, unread);
-        let settled = match opening {
-            Opening::Running => self.poll_each::<K, _, _>(race, classify, shared, &mut clock, cx),
-            Opening::Pending => None,
-            Opening::Finished(finished, verdict) => {
-                race.settle(0, finished, verdict, shared, &mut clock)
+            && settings.schedule.tracker().is_none();
+        let mut clock = Clock::new(&settings.timer, unread);
+        let settled = match entry {
+            RaceEntry::Running => {
+                self.poll_each::<K, _, _>(race, classify, settings, &mut clock, cx)
+            }
+            RaceEntry::Pending => None,
+            RaceEntry::Finished(finished, verdict) => {
+                race.settle(0, finished, verdict, settings, &mut clock)
             }
         };
         if let Some(end) = settled {
             return Poll::Ready(end);
         }
-        self.read_start(race, &shared.timer);
+        self.read_start(race, &settings.timer);
         loop {
             let oldest_start = match deadlines.attempt() {
                 Some(_) => race
@@ -114,12 +116,12 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     .map(|index| self.started(race, index)),
                 None => None,
             };
-            match race.next(shared, deadlines, oldest_start, &mut clock) {
+            match race.next(settings, deadlines, oldest_start, &mut clock) {
                 Next::Wait => return Poll::Pending,
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
                     if let Some(arm) = rearm {
-                        if !self.arm(race, &mut clock, &shared.timer, arm) {
+                        if !self.arm(race, &mut clock, &settings.timer, arm) {
                             continue; // read, the deadline is past the end of time
                         }
                     }
@@ -131,16 +133,16 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     if fired.is_pending() {
                         return Poll::Pending;
                     }
-                    self.read_start(race, &shared.timer);
+                    self.read_start(race, &settings.timer);
                     let deadline = race.fired();
                     clock.fired_at(deadline);
                 }
                 Next::Expire { now, attempt } => {
-                    self.expire(race, now, attempt, deadlines, shared);
+                    self.expire(race, now, attempt, deadlines, settings);
                 }
                 Next::Start(attempt) => {
                     let launched =
-                        self.launch(race, attempt, contest, classify, shared, &mut clock, cx);
+                        self.launch(race, attempt, copier, classify, settings, &mut clock, cx);
                     if let Some(end) = launched {
                         return Poll::Ready(end);
                     }
@@ -221,16 +223,16 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
         classify: &mut Cl,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         clock: &mut Clock<'_, Tm>,
         cx: &mut Context<'_>,
     ) -> Option<End<K::Ok, K::Error>>
     where
-        K: Contest<Copy = C>,
+        K: Copier<Copy = C>,
         Cl: Classify<K::Ok, K::Error>,
         Tm: Timer<Sleep = S>,
     {
-        let catch = shared.catch_unwind;
+        let catch = settings.catch_unwind;
         if let Some(copy) = self.original.as_mut().as_pin_mut() {
             if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
                 let verdict = Race::verdict(&finished, classify);
@@ -238,16 +240,17 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     self.original.set(None);
                 }
                 if verdict != Some(Verdict::Win) {
-                    self.read_start(race, &shared.timer); // the call goes on
+                    self.read_start(race, &settings.timer); // the call goes on
                 }
-                if let Some(end) = race.settle(0, finished, verdict, shared, clock) {
+                if let Some(end) = race.settle(0, finished, verdict, settings, clock) {
                     return Some(end);
                 }
             }
         }
         let slab = self.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
-            if let Some(end) = poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
+            if let Some(end) =
+                poll_slot::<K, _, _>(slot, index, race, classify, settings, clock, cx)
             {
                 return Some(end);
             }
@@ -261,40 +264,40 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
         attempt: Attempt,
-        contest: &mut K,
+        copier: &mut K,
         classify: &mut Cl,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         clock: &mut Clock<'_, Tm>,
         cx: &mut Context<'_>,
     ) -> Option<End<K::Ok, K::Error>>
     where
-        K: Contest<Copy = C>,
+        K: Copier<Copy = C>,
         Cl: Classify<K::Ok, K::Error>,
         Tm: Timer,
     {
-        let catch = shared.catch_unwind;
+        let catch = settings.catch_unwind;
         let made = if K::MAY_DECLINE {
             // Made first: a declined copy never takes a token or a slot, nor runs the hook.
-            match make(contest, attempt, catch) {
+            match make(copier, attempt, catch) {
                 Ok(None) => {
                     race.declined();
                     return None;
                 }
                 Ok(Some(copy)) => {
-                    if !race.admit(shared, clock) {
+                    if !race.admit(settings, clock) {
                         return None; // dropped before its first poll: it never started
                     }
-                    race.hook(shared, &attempt);
+                    race.hook(settings, &attempt);
                     Ok(copy)
                 }
                 Err(panicked) => Err(panicked),
             }
         } else {
-            if !race.admit(shared, clock) {
+            if !race.admit(settings, clock) {
                 return None;
             }
-            race.hook(shared, &attempt);
-            match make(contest, attempt, catch) {
+            race.hook(settings, &attempt);
+            match make(copier, attempt, catch) {
                 Ok(Some(copy)) => Ok(copy),
                 Ok(None) => {
                     panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
@@ -302,7 +305,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                 Err(panicked) => Err(panicked),
             }
         };
-        race.started(shared);
+        race.record_launch(settings);
         let index = attempt.index();
         let started = race.first_start().unwrap_or_default() + attempt.elapsed();
         let max_copies = attempt.max_copies();
@@ -316,7 +319,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     started,
                 });
                 let slot = slab.last_mut().expect("a slot was just pushed");
-                poll_slot::<K, _, _>(slot, index, race, classify, shared, clock, cx)
+                poll_slot::<K, _, _>(slot, index, race, classify, settings, clock, cx)
             }
             Err(panicked) => {
                 // The slot is held empty so later copies keep their index.
@@ -325,7 +328,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     started,
                 });
                 let verdict = Race::verdict(&panicked, classify);
-                race.settle(index, panicked, verdict, shared, clock)
+                race.settle(index, panicked, verdict, settings, clock)
             }
         }
     }
@@ -338,7 +341,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         now: Duration,
         attempt: Duration,
         deadlines: &D,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
     ) where
         D: Deadlines<E>,
         Tm: Timer,
@@ -349,7 +352,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                 return;
             }
             self.original.set(None);
-            race.timed_out(0, deadlines, shared);
+            race.timed_out(0, deadlines, settings);
         }
         let slab = self.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
@@ -358,7 +361,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     return;
                 }
                 slot.copy = None;
-                race.timed_out(index, deadlines, shared);
+                race.timed_out(index, deadlines, settings);
             }
         }
     }
@@ -370,29 +373,29 @@ fn poll_slot<K, Cl, Tm>(
     index: usize,
     race: &mut Race<K::Ok, K::Error>,
     classify: &mut Cl,
-    shared: &Shared<Tm>,
+    settings: &Settings<Tm>,
     clock: &mut Clock<'_, Tm>,
     cx: &mut Context<'_>,
 ) -> Option<End<K::Ok, K::Error>>
 where
-    K: Contest,
+    K: Copier,
     Cl: Classify<K::Ok, K::Error>,
     Tm: Timer,
 {
     let copy = slot.copy.as_mut()?;
-    let Poll::Ready(finished) = poll::<K>(copy.as_mut(), cx, shared.catch_unwind) else {
+    let Poll::Ready(finished) = poll::<K>(copy.as_mut(), cx, settings.catch_unwind) else {
         return None;
     };
     let verdict = Race::verdict(&finished, classify);
     if !K::stays(verdict) {
         slot.copy = None;
     }
-    race.settle(index, finished, verdict, shared, clock)
+    race.settle(index, finished, verdict, settings, clock)
 }
 
 /// Polls one copy; with `catch`, a panic is the copy's end.
 #[inline]
-fn poll<K: Contest>(
+fn poll<K: Copier>(
     copy: Pin<&mut K::Copy>,
     cx: &mut Context<'_>,
     catch: bool,
@@ -417,15 +420,15 @@ fn poll<K: Contest>(
 /// A copy made (or declined), or, under `catch_unwind`, how it ended when its factory
 /// panicked.
 type Made<K> =
-    Result<Option<<K as Contest>::Copy>, Finished<<K as Contest>::Ok, <K as Contest>::Error>>;
+    Result<Option<<K as Copier>::Copy>, Finished<<K as Copier>::Ok, <K as Copier>::Error>>;
 
 /// Makes a copy; with `catch`, a panicking factory yields the panic as the copy's end.
-fn make<K: Contest>(contest: &mut K, attempt: Attempt, catch: bool) -> Made<K> {
+fn make<K: Copier>(copier: &mut K, attempt: Attempt, catch: bool) -> Made<K> {
     #[cfg(feature = "std")]
     if catch {
-        let make = core::panic::AssertUnwindSafe(|| contest.make(attempt));
+        let make = core::panic::AssertUnwindSafe(|| copier.make(attempt));
         return std::panic::catch_unwind(make).map_err(Finished::Panicked);
     }
     let _ = catch;
-    Ok(contest.make(attempt))
+    Ok(copier.make(attempt))
 }

@@ -2,7 +2,7 @@
 //! them and carries out what the race decides. [`Hedge`](crate::Hedge) and
 //! [`HedgeStream`](crate::HedgeStream) differ only in what a copy is (a future, or a
 //! stream until its first item) and in what a winning copy becomes: that is
-//! [`Contest`].
+//! [`Copier`].
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -13,14 +13,14 @@ use core::time::Duration;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, Verdict};
-use crate::policy::{AsPolicy, Shared};
+use crate::policy::{AsPolicy, Settings};
 use crate::race::{Cold, End, Finished, Phase, Race};
 use crate::timer::Timer;
 
 mod drive;
 
 /// What a copy is, for the loop that races copies.
-pub(crate) trait Contest {
+pub(crate) trait Copier {
     /// One copy.
     type Copy;
     type Ok;
@@ -48,7 +48,7 @@ pub(crate) trait Contest {
 }
 
 /// How a poll of a call found its original.
-pub(crate) enum Opening<T, E> {
+pub(crate) enum RaceEntry<T, E> {
     /// Started by an earlier poll: every copy in flight is to be polled.
     Running,
     /// Just started, and pending.
@@ -100,7 +100,7 @@ fn cancel<P: AsPolicy, C, T, E>(call: Pin<&mut Call<P, C, T, E>>) {
     let parts = call.project();
     let mut cancel = Cancel {
         state: parts.state,
-        shared: parts.policy.as_policy().shared(),
+        settings: parts.policy.as_policy().settings(),
     };
     cancel.state.as_mut().clear();
 }
@@ -109,15 +109,15 @@ fn cancel<P: AsPolicy, C, T, E>(call: Pin<&mut Call<P, C, T, E>>) {
 /// unwinds out of it, when the copies left are dropped first.
 struct Cancel<'a, C, S, T, E, Tm> {
     state: Pin<&'a mut State<C, S, T, E>>,
-    shared: &'a Shared<Tm>,
+    settings: &'a Settings<Tm>,
 }
 
 impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
     fn drop(&mut self) {
         self.state.as_mut().clear();
         match self.state.as_mut().project().racing.as_pin_mut() {
-            Some(racing) => racing.project().race.cancel(self.shared),
-            None => Race::<T, E>::cancel_alone(self.shared),
+            Some(racing) => racing.project().race.cancel(self.settings),
+            None => Race::<T, E>::cancel_without_race(self.settings),
         }
     }
 }
@@ -172,14 +172,14 @@ impl<C, S, T, E> State<C, S, T, E> {
 
     /// Whether this call, once it began, may start one copy only: hedging is off for it.
     #[inline]
-    pub(crate) fn one_copy<Tm>(&self, shared: &Shared<Tm>) -> bool {
-        self.max_copies == 1 || shared.max_copies == 1
+    pub(crate) fn one_copy<Tm>(&self, settings: &Settings<Tm>) -> bool {
+        self.max_copies == 1 || settings.max_copies == 1
     }
 
     /// The copies this call may start, once it began.
     #[inline]
-    pub(crate) fn copies<Tm>(&self, shared: &Shared<Tm>) -> usize {
-        usize::from(self.max_copies).min(shared.max_copies)
+    pub(crate) fn copies<Tm>(&self, settings: &Settings<Tm>) -> usize {
+        usize::from(self.max_copies).min(settings.max_copies)
     }
 
     /// Copies started so far.
@@ -191,13 +191,13 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
-    /// Whether the original runs alone: hedging is off for the call, it has no timeouts,
-    /// and its original has not failed, so it has no race. A race, once made, stays: a
-    /// cap that falls to 1 mid-race (a refusal, a declined copy) keeps its timer and its
-    /// clock, and the call ends through the race.
+    /// Whether the call has made its race. It has none while its original runs with
+    /// hedging off, no timeouts and no failure. A race, once made, stays: a cap that falls
+    /// to 1 mid-race (a refusal, a declined copy) keeps its timer and its clock, and the
+    /// call ends through the race.
     #[inline]
-    pub(crate) fn alone(&self) -> bool {
-        self.racing.is_none()
+    pub(crate) fn has_race(&self) -> bool {
+        self.racing.is_some()
     }
 
     /// Whether copy `index` is alive.
@@ -214,16 +214,16 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
-    /// Begins the call: rolls the policy's dice, if it has any, and returns the
-    /// original's attempt.
+    /// Marks the call running and returns its original's attempt, after rolling the
+    /// policy's dice, if it has any.
     #[inline]
-    pub(crate) fn begin<Tm>(mut self: Pin<&mut Self>, shared: &Shared<Tm>) -> Attempt {
+    pub(crate) fn first_attempt<Tm>(mut self: Pin<&mut Self>, settings: &Settings<Tm>) -> Attempt {
         let this = self.as_mut().project();
         *this.phase = Phase::Running;
-        if shared.loses_roll() {
+        if settings.loses_roll() {
             *this.max_copies = 1;
         }
-        Attempt::new(0, self.copies(shared), Duration::ZERO)
+        Attempt::new(0, self.copies(settings), Duration::ZERO)
     }
 
     /// The call returned (or, for a stream, committed to its winner).
@@ -243,7 +243,7 @@ impl<C, S, T, E> State<C, S, T, E> {
     #[inline]
     pub(crate) fn race<Tm>(
         self: Pin<&mut Self>,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
     ) -> (&mut Race<T, E>, Copies<'_, C, S>) {
         let this = self.project();
         let mut racing = this.racing;
@@ -251,8 +251,8 @@ impl<C, S, T, E> State<C, S, T, E> {
             // The policy's switch is read here, once per call, where its race is made (a
             // call answered at once never reads it): a disabled policy races one copy.
             // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
-            let max_copies = match shared.is_enabled() {
-                true => usize::from(*this.max_copies).min(shared.max_copies) as u8,
+            let max_copies = match settings.is_enabled() {
+                true => usize::from(*this.max_copies).min(settings.max_copies) as u8,
                 false => 1,
             };
             racing.set(Some(Racing {
@@ -369,17 +369,17 @@ impl<T> PinSlot<T> {
 
 impl<C, S> Copies<'_, C, S> {
     /// Ends the race: drops every copy (but a winner that stays: see
-    /// [`Contest::KEEP_WINNER`]) and the timer, then records the call. Returns the
+    /// [`Copier::KEEP_WINNER`]) and the timer, then records the call. Returns the
     /// index of the copy that stays, if one does.
     #[inline(always)]
     pub(crate) fn conclude<K, Tm>(
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         end: &End<K::Ok, K::Error>,
     ) -> Option<usize>
     where
-        K: Contest<Copy = C>,
+        K: Copier<Copy = C>,
         Tm: Timer,
     {
         let original_alive = self.original.is_some();
@@ -391,7 +391,7 @@ impl<C, S> Copies<'_, C, S> {
             Some(winner) => self.clear_except(winner),
             None => self.clear(),
         }
-        race.conclude(shared, end, original_alive);
+        race.conclude(settings, end, original_alive);
         stays
     }
 

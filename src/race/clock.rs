@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use super::{deadline, Race};
-use crate::policy::Shared;
+use crate::policy::Settings;
 use crate::timer::Timer;
 
 /// When the next copy is due, once known.
@@ -87,9 +87,9 @@ impl Times {
     /// When copy `copy` is due by the clock, computed once per copy; `None` when the
     /// clock never starts it.
     #[inline(always)]
-    pub(super) fn next_due<Tm>(&mut self, shared: &Shared<Tm>, copy: u8) -> Option<Duration> {
+    pub(super) fn next_due<Tm>(&mut self, settings: &Settings<Tm>, copy: u8) -> Option<Duration> {
         if self.next_due == Due::Unknown {
-            let due = shared
+            let due = settings
                 .schedule
                 .due(copy.into(), self.last_start, self.first_start);
             self.next_due = match due {

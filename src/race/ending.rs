@@ -7,8 +7,8 @@ use core::time::Duration;
 use super::Panic;
 use super::{Clock, Due, End, Finished, Race};
 use crate::attempt::{Classify, Verdict};
-use crate::policy::Shared;
-use crate::shard::Counter;
+use crate::policy::Settings;
+use crate::stats::Counter;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
@@ -62,20 +62,20 @@ impl<T, E> Race<T, E> {
         index: usize,
         finished: Finished<T, E>,
         verdict: Option<Verdict>,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         clock: &mut Clock<'_, Tm>,
     ) -> Option<End<T, E>> {
         self.in_flight &= !(1 << index);
         if self.slots != 0 {
-            self.release_slot(index, shared);
+            self.release_slot(index, settings);
         }
         match (finished, verdict) {
             // The common end, kept inline: the rest of the bookkeeping is for losers.
             (Finished::Item(result), Some(Verdict::Win)) => {
-                shared.copy_won();
+                settings.copy_won();
                 Some(End::Won { index, result })
             }
-            (finished, verdict) => self.settle_loss(index, finished, verdict, shared, clock),
+            (finished, verdict) => self.settle_loss(index, finished, verdict, settings, clock),
         }
     }
 
@@ -86,34 +86,31 @@ impl<T, E> Race<T, E> {
         index: usize,
         finished: Finished<T, E>,
         verdict: Option<Verdict>,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         clock: &mut Clock<'_, Tm>,
     ) -> Option<End<T, E>> {
         let (result, verdict) = match (finished, verdict) {
             (Finished::Item(result), Some(verdict)) => (result, verdict),
             (Finished::Item(_), None) => unreachable!("a result always has a verdict"),
             (Finished::Ended, _) => {
-                self.failed(index, None, true, shared);
+                self.failed(index, None, true, settings);
                 return None;
             }
             #[cfg(feature = "std")]
             (Finished::Panicked(panic), _) => {
-                self.failed(index, Some(Lost::Panicked(panic)), true, shared);
+                self.failed(index, Some(Lost::Panicked(panic)), true, settings);
                 return None;
             }
         };
         match verdict {
-            Verdict::Win => {
-                shared.copy_won();
-                Some(End::Won { index, result })
-            }
+            Verdict::Win => unreachable!("`Race::settle` ends a race that was won"),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Withdraw => {
                 self.keep(index, Lost::Withdrawn(result));
                 None
             }
             Verdict::Retry => {
-                self.failed(index, Some(Lost::Failed(result)), true, shared);
+                self.failed(index, Some(Lost::Failed(result)), true, settings);
                 None
             }
             Verdict::RetryAfter(after) => {
@@ -127,13 +124,13 @@ impl<T, E> Race<T, E> {
                     };
                     self.held = true;
                 }
-                self.failed(index, Some(Lost::Failed(result)), false, shared);
+                self.failed(index, Some(Lost::Failed(result)), false, settings);
                 None
             }
             Verdict::Stop => {
                 self.max_copies = self.launched;
                 self.held = false;
-                self.failed(index, Some(Lost::Failed(result)), false, shared);
+                self.failed(index, Some(Lost::Failed(result)), false, settings);
                 None
             }
         }
@@ -145,14 +142,14 @@ impl<T, E> Race<T, E> {
         &mut self,
         index: usize,
         deadlines: &D,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
     ) {
         self.in_flight &= !(1 << index);
         if self.slots != 0 {
-            self.release_slot(index, shared);
+            self.release_slot(index, settings);
         }
         let elapsed = Lost::Failed(Err(deadlines.elapsed()));
-        self.failed(index, Some(elapsed), true, shared);
+        self.failed(index, Some(elapsed), true, settings);
     }
 
     /// Books a failed copy: kept if it beats the one kept, charged to a throttling
@@ -162,15 +159,15 @@ impl<T, E> Race<T, E> {
         index: usize,
         lost: Option<Lost<T, E>>,
         replace: bool,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
     ) {
         #[cfg(feature = "std")]
         let panicked = matches!(lost, Some(Lost::Panicked(_)));
         #[cfg(not(feature = "std"))]
         let panicked = false;
-        crate::trace::copy_failed(&shared.name, index, self.max_copies.into(), panicked);
-        shared.copy_failed();
-        if replace && shared.replace_failed {
+        crate::trace::copy_failed(&settings.name, index, self.max_copies.into(), panicked);
+        settings.copy_failed();
+        if replace && settings.replace_failed {
             self.owed = self.owed.saturating_add(1);
         }
         if let Some(lost) = lost {
@@ -180,17 +177,17 @@ impl<T, E> Race<T, E> {
 
     /// Gives back copy `index`'s slot, if it holds one: it was just dropped.
     #[cold]
-    fn release_slot<Tm>(&mut self, index: usize, shared: &Shared<Tm>) {
+    fn release_slot<Tm>(&mut self, index: usize, settings: &Settings<Tm>) {
         if self.slots & (1 << index) != 0 {
             self.slots &= !(1 << index);
-            shared.release_slots(1);
+            settings.release_slots(1);
         }
     }
 
     /// Gives back every slot the call's copies hold, once they were dropped.
     #[cold]
-    fn release_all_slots<Tm>(&mut self, shared: &Shared<Tm>) {
-        shared.release_slots(self.slots.count_ones());
+    fn release_all_slots<Tm>(&mut self, settings: &Settings<Tm>) {
+        settings.release_slots(self.slots.count_ones());
         self.slots = 0;
     }
 
@@ -237,68 +234,68 @@ impl<T, E> Race<T, E> {
     #[inline(always)]
     pub(crate) fn conclude<Tm: Timer>(
         &mut self,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         end: &End<T, E>,
         original_alive: bool,
     ) {
         // The clock runs only once a call waited: an instant answer skips all of this.
-        if let (Some(_), Some(first_start)) = (shared.schedule.tracker(), self.first_start()) {
+        if let (Some(_), Some(first_start)) = (settings.schedule.tracker(), self.first_start()) {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
-                record_latency(shared, first_start);
+                record_latency(settings, first_start);
             }
         }
         // Losers first, then their budget slots: a slot is held exactly while its copy lives.
         if self.slots != 0 {
-            self.release_all_slots(shared);
+            self.release_all_slots(settings);
         }
         // A failure kept in case no copy won goes with the other losers.
         self.kept.0 = None;
         let (outcome, hedge_win) = match end {
             End::Won { index, .. } => {
-                crate::trace::won(&shared.name, *index, self.launched.into());
+                crate::trace::won(&settings.name, *index, self.launched.into());
                 (Counter::Wins, *index > 0)
             }
             _ => (Counter::Failures, false),
         };
         if hedge_win {
-            shared.counters.add(&[outcome, Counter::HedgeWins]);
+            settings.counters.add(&[outcome, Counter::HedgeWins]);
         } else {
-            shared.counters.add(&[outcome]);
+            settings.counters.add(&[outcome]);
         }
     }
 
     /// The end of a call whose original won while it was the only copy started and the
     /// call's clock never ran: nothing to give back, nothing to record but the win.
     #[inline]
-    pub(crate) fn won_alone<Tm>(shared: &Shared<Tm>) {
-        shared.counters.add(&[Counter::Wins]);
-        shared.copy_won();
+    pub(crate) fn won_without_race<Tm>(settings: &Settings<Tm>) {
+        settings.counters.add(&[Counter::Wins]);
+        settings.copy_won();
     }
 
     /// Gives back the slots of a call dropped mid-race, after its copies were dropped.
     #[cold]
-    pub(crate) fn cancel<Tm>(&mut self, shared: &Shared<Tm>) {
+    pub(crate) fn cancel<Tm>(&mut self, settings: &Settings<Tm>) {
         if self.slots != 0 {
-            self.release_all_slots(shared);
+            self.release_all_slots(settings);
         }
-        shared.counters.add(&[Counter::Cancelled]);
+        settings.counters.add(&[Counter::Cancelled]);
     }
 
     /// Counts a call dropped while its original ran alone, with no race.
     #[cold]
-    pub(crate) fn cancel_alone<Tm>(shared: &Shared<Tm>) {
-        shared.counters.add(&[Counter::Cancelled]);
+    pub(crate) fn cancel_without_race<Tm>(settings: &Settings<Tm>) {
+        settings.counters.add(&[Counter::Cancelled]);
     }
 }
 
 /// Records the original's latency with the adaptive delay's tracker.
 #[cold]
 #[inline(never)]
-fn record_latency<Tm: Timer>(shared: &Shared<Tm>, first_start: Duration) {
-    if let Some(tracker) = shared.schedule.tracker() {
-        let now = shared.timer.now();
+fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration) {
+    if let Some(tracker) = settings.schedule.tracker() {
+        let now = settings.timer.now();
         tracker.record(now.saturating_sub(first_start), now);
     }
 }

@@ -10,8 +10,8 @@ use alloc::boxed::Box;
 use core::time::Duration;
 
 use crate::attempt::Attempt;
-use crate::policy::Shared;
-use crate::shard::Counter;
+use crate::policy::Settings;
+use crate::stats::Counter;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
@@ -53,7 +53,7 @@ pub(crate) enum End<T, E> {
 /// What the race asks its poller to do next.
 pub(crate) enum Next<T, E> {
     /// Start copy `attempt.index()` now: ask [`Race::admit`], make it, then report
-    /// [`Race::started`] or [`Race::declined`].
+    /// [`Race::record_launch`] or [`Race::declined`].
     Start(Attempt),
     /// Drop every copy in flight whose attempt timeout passed by `now` (it started
     /// `attempt` or more before), in index order, and report each with
@@ -175,12 +175,12 @@ impl<T, E> Race<T, E> {
     #[inline(always)]
     pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
         &mut self,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         deadlines: &D,
         oldest_start: Option<Duration>,
         clock: &mut Clock<'_, Tm>,
     ) -> Next<T, E> {
-        let next = self.decide(shared, deadlines, oldest_start, clock);
+        let next = self.decide(settings, deadlines, oldest_start, clock);
         if clock.is_unread() && !matches!(next, Next::Sleep { rearm: Some(_) }) {
             self.resolve(clock.start());
         }
@@ -191,7 +191,7 @@ impl<T, E> Race<T, E> {
     #[inline(always)]
     fn decide<Tm: Timer, D: Deadlines<E>>(
         &mut self,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         deadlines: &D,
         oldest_start: Option<Duration>,
         clock: &mut Clock<'_, Tm>,
@@ -218,10 +218,10 @@ impl<T, E> Race<T, E> {
             } else {
                 Reason::Replace
             };
-            return self.start(reason, now);
+            return self.request_start(reason, now);
         }
         let due = if can_start {
-            times.next_due(shared, launched)
+            times.next_due(settings, launched)
         } else {
             None
         };
@@ -254,7 +254,7 @@ impl<T, E> Race<T, E> {
             }
         }
         if due.is_some_and(|due| due <= now) {
-            return self.start(Reason::Due, now);
+            return self.request_start(Reason::Due, now);
         }
         if let Some(times) = &mut self.times {
             times.armed_at = Some(earliest);
@@ -268,7 +268,7 @@ impl<T, E> Race<T, E> {
     }
 
     /// Asks for copy `launched` to start now, never before the copy before it started.
-    fn start(&mut self, reason: Reason, now: Duration) -> Next<T, E> {
+    fn request_start(&mut self, reason: Reason, now: Duration) -> Next<T, E> {
         self.reason = reason;
         let (first_start, start) = match &mut self.times {
             Some(times) => {
@@ -288,32 +288,32 @@ impl<T, E> Race<T, E> {
     /// to start a copy is spent and `false` is returned.
     pub(crate) fn admit<Tm: Timer>(
         &mut self,
-        shared: &Shared<Tm>,
+        settings: &Settings<Tm>,
         clock: &mut Clock<'_, Tm>,
     ) -> bool {
         // Whichever copy it is for: copy 1 may have started without asking (a declining
         // factory's caught panic).
         let first_ask = !core::mem::replace(&mut self.asked, true);
-        match shared.admit_hedge(first_ask, || clock.now()) {
+        match settings.admit_hedge(first_ask, || clock.now()) {
             Ok(holds_slot) => {
                 self.slots |= u64::from(holds_slot) << self.launched;
                 true
             }
             Err(_) => {
-                self.refuse(shared);
+                self.refuse(settings);
                 false
             }
         }
     }
 
     #[cold]
-    fn refuse<Tm>(&mut self, shared: &Shared<Tm>) {
+    fn refuse<Tm>(&mut self, settings: &Settings<Tm>) {
         // Refused again after a failure, the same copy is not counted or reported twice.
         if self.refused != self.launched + 1 {
             self.refused = self.launched + 1;
-            shared.budget_refused();
+            settings.budget_refused();
             crate::trace::budget_refused(
-                &shared.name,
+                &settings.name,
                 self.launched.into(),
                 self.max_copies.into(),
             );
@@ -333,15 +333,15 @@ impl<T, E> Race<T, E> {
     }
 
     /// Runs the `on_hedge` hook for the copy about to start.
-    pub(crate) fn hook<Tm>(&self, shared: &Shared<Tm>, attempt: &Attempt) {
-        if let Some(on_hedge) = &shared.on_hedge {
+    pub(crate) fn hook<Tm>(&self, settings: &Settings<Tm>, attempt: &Attempt) {
+        if let Some(on_hedge) = &settings.on_hedge {
             on_hedge(attempt);
         }
-        crate::trace::hedge_launched(&shared.name, attempt);
+        crate::trace::hedge_launched(&settings.name, attempt);
     }
 
     /// The copy of the last [`Next::Start`] was made: it is in flight.
-    pub(crate) fn started<Tm>(&mut self, shared: &Shared<Tm>) {
+    pub(crate) fn record_launch<Tm>(&mut self, settings: &Settings<Tm>) {
         let index = self.launched;
         if let Some(times) = &mut self.times {
             times.last_start = match (self.reason, times.next_due) {
@@ -355,7 +355,7 @@ impl<T, E> Race<T, E> {
         self.in_flight |= 1 << index;
         self.held = false;
         self.owed = self.owed.saturating_sub(1);
-        shared.counters.add(&[Counter::Hedges]);
+        settings.counters.add(&[Counter::Hedges]);
     }
 
     /// The factory declined the copy of the last [`Next::Start`]: no more copies start.

@@ -1,4 +1,4 @@
-//! Per-thread counters: what [`Stats`](crate::Stats) sums. Each thread that counts owns a
+//! [`Stats`] and the per-thread counters it sums. Each thread that counts owns a
 //! cache line of counters in every policy it uses, so a call's path does no atomic
 //! read-modify-write and threads never contend for a line.
 
