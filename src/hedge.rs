@@ -258,8 +258,9 @@ where
             None => RaceEntry::Running,
             Some(Poll::Pending) => RaceEntry::Pending,
             Some(Poll::Ready(finished)) => {
-                state.as_mut().drop_original();
-                let verdict = Race::verdict(&finished, this.classify);
+                let verdict = state
+                    .as_mut()
+                    .judge_original::<FutureCopier<'_, F>, _>(&finished, this.classify);
                 match (finished, verdict) {
                     // The fast path: one stats update, and no race made.
                     (Finished::Item(result), Some(Verdict::Win)) => {
@@ -289,25 +290,11 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         D: Deadlines<F::Error>,
     {
         let this = self.project();
-        let CallParts { policy, mut state } = this.call.project();
+        let CallParts { policy, state } = this.call.project();
         let settings = policy.as_policy().settings();
         let copier = &mut FutureCopier(this.factory);
-        let (race, mut copies) = state.as_mut().race(settings);
-        let driven = copies.drive(
-            race,
-            copier,
-            this.classify,
-            this.deadlines,
-            settings,
-            cx,
-            entry,
-        );
-        let Poll::Ready(end) = driven else {
-            return Poll::Pending;
-        };
-        copies.conclude::<FutureCopier<'_, F>, _>(race, settings, &end);
-        state.done();
-        Poll::Ready(output(end))
+        let ran = state.run(copier, this.classify, this.deadlines, settings, cx, entry);
+        ran.map(|(end, _)| output(end))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
 use crate::copies::{Call, CallParts, Copier, RaceEntry};
 use crate::factory::StreamFactory;
 use crate::policy::AsPolicy;
-use crate::race::{End, Phase, Race};
+use crate::race::{End, Phase};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 
 /// A hedged stream: races copies of a streaming request by the policy's schedule,
@@ -181,29 +181,16 @@ where
             Phase::Idle => match state.as_mut().launch_original(copier, settings, cx) {
                 Poll::Pending => RaceEntry::Pending,
                 Poll::Ready(finished) => {
-                    let verdict = Race::verdict(&finished, this.classify);
-                    if !StreamCopier::<F>::stays(verdict) {
-                        state.as_mut().drop_original();
-                    }
+                    let verdict = state
+                        .as_mut()
+                        .judge_original::<StreamCopier<'_, F>, _>(&finished, this.classify);
                     RaceEntry::Finished(finished, verdict)
                 }
             },
         };
-        let (race, mut copies) = state.as_mut().race(settings);
-        let driven = copies.drive(
-            race,
-            copier,
-            this.classify,
-            this.deadlines,
-            settings,
-            cx,
-            entry,
-        );
-        let Poll::Ready(end) = driven else {
-            return Poll::Pending;
-        };
-        *this.committed = copies.conclude::<StreamCopier<'_, F>, _>(race, settings, &end);
-        state.done();
+        let ran = state.run(copier, this.classify, this.deadlines, settings, cx, entry);
+        let (end, stays) = core::task::ready!(ran);
+        *this.committed = stays;
         Poll::Ready(item(end))
     }
 }

@@ -1,5 +1,5 @@
-//! The loop that races a call's copies: it polls them, reports what it saw to the race,
-//! and carries out what the race decides (start a copy, expire copies, arm the timer).
+//! [`Copies`]: the copies in flight and the one timer, and the loop that carries out
+//! what the race decides on them.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -8,63 +8,25 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use super::{Copier, Copies, RaceEntry, Slot, State};
+use super::copier::{judge, make, poll, Copier, RaceEntry};
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::policy::Settings;
-use crate::race::{Arm, Clock, End, Finished, Next, Race};
+use crate::race::{Arm, Clock, End, Next, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
-impl<C, S, T, E> State<C, S, T, E> {
-    /// Starts the original copy and polls it once. A finished original is still in its
-    /// place: see [`State::drop_original`].
-    #[inline]
-    pub(crate) fn launch_original<K, Tm>(
-        mut self: Pin<&mut Self>,
-        copier: &mut K,
-        settings: &Settings<Tm>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Finished<T, E>>
-    where
-        K: Copier<Copy = C, Ok = T, Error = E>,
-    {
-        let attempt = self.as_mut().first_attempt(settings);
-        // Read once, for the copy's making and its first poll.
-        let catch = settings.catch_unwind;
-        match make(copier, attempt, catch) {
-            Ok(Some(copy)) => {
-                self.as_mut().original().set(Some(copy));
-                self.poll_original::<K>(catch, cx)
-            }
-            Ok(None) => panic!(
-                "the original copy cannot be declined: the factory returned `None` for attempt 0"
-            ),
-            // A caught factory panic is a copy that failed at once.
-            Err(panicked) => Poll::Ready(panicked),
-        }
-    }
+/// The copies in flight and the one timer that schedules the next: a call's original and
+/// the parts of its race that hold copies.
+pub(crate) struct Copies<'a, C, S> {
+    pub(super) original: Pin<&'a mut Option<C>>,
+    pub(super) hedges: &'a mut Option<Vec<Slot<C>>>,
+    pub(super) sleep: Pin<&'a mut Option<S>>,
+}
 
-    /// Polls the original, which must be in flight; with `catch`, a panic is its end.
-    #[inline]
-    pub(crate) fn poll_original<K>(
-        self: Pin<&mut Self>,
-        catch: bool,
-        cx: &mut Context<'_>,
-    ) -> Poll<Finished<T, E>>
-    where
-        K: Copier<Copy = C, Ok = T, Error = E>,
-    {
-        match self.original().as_pin_mut() {
-            Some(copy) => poll::<K>(copy, cx, catch),
-            None => unreachable!("the original is in flight"),
-        }
-    }
-
-    /// Drops the original copy.
-    #[inline]
-    pub(crate) fn drop_original(self: Pin<&mut Self>) {
-        self.original().set(None);
-    }
+/// Copy k's place in the slab: the copy, boxed, and when it started.
+pub(super) struct Slot<C> {
+    pub(super) copy: Option<Pin<Box<C>>>,
+    started: Duration,
 }
 
 impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
@@ -235,10 +197,8 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         let catch = settings.catch_unwind;
         if let Some(copy) = self.original.as_mut().as_pin_mut() {
             if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
-                let verdict = Race::verdict(&finished, classify);
-                if !K::stays(verdict) {
-                    self.original.set(None);
-                }
+                let original = &mut self.original;
+                let verdict = judge::<K, _>(&finished, classify, || original.set(None));
                 if verdict != Some(Verdict::Win) {
                     self.read_start(race, &settings.timer); // the call goes on
                 }
@@ -367,6 +327,60 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
     }
 }
 
+impl<C, S> Copies<'_, C, S> {
+    /// Ends the race: drops every copy (but a winner that stays: see
+    /// [`Copier::KEEP_WINNER`]) and the timer, then records the call. Returns the
+    /// index of the copy that stays, if one does.
+    #[inline(always)]
+    pub(crate) fn conclude<K, Tm>(
+        &mut self,
+        race: &mut Race<K::Ok, K::Error>,
+        settings: &Settings<Tm>,
+        end: &End<K::Ok, K::Error>,
+    ) -> Option<usize>
+    where
+        K: Copier<Copy = C>,
+        Tm: Timer,
+    {
+        let original_alive = self.original.is_some();
+        let stays = match end {
+            End::Won { index, .. } if K::KEEP_WINNER => Some(*index),
+            _ => None,
+        };
+        match stays {
+            Some(winner) => self.clear_except(winner),
+            None => self.clear(),
+        }
+        race.conclude(settings, end, original_alive);
+        stays
+    }
+
+    /// Drops every copy and the timer.
+    #[inline(always)]
+    pub(crate) fn clear(&mut self) {
+        self.original.set(None);
+        if let Some(slab) = self.hedges {
+            slab.clear();
+        }
+        self.sleep.set(None);
+    }
+
+    /// Drops every copy but `winner`, and the timer.
+    fn clear_except(&mut self, winner: usize) {
+        if winner != 0 {
+            self.original.set(None);
+        }
+        if let Some(slab) = self.hedges {
+            for (slot, index) in slab.iter_mut().zip(1..) {
+                if index != winner {
+                    slot.copy = None;
+                }
+            }
+        }
+        self.sleep.set(None);
+    }
+}
+
 /// Polls the copy in `slot` (copy `index`), settling it if it finished.
 fn poll_slot<K, Cl, Tm>(
     slot: &mut Slot<K::Copy>,
@@ -386,49 +400,6 @@ where
     let Poll::Ready(finished) = poll::<K>(copy.as_mut(), cx, settings.catch_unwind) else {
         return None;
     };
-    let verdict = Race::verdict(&finished, classify);
-    if !K::stays(verdict) {
-        slot.copy = None;
-    }
+    let verdict = judge::<K, _>(&finished, classify, || slot.copy = None);
     race.settle(index, finished, verdict, settings, clock)
-}
-
-/// Polls one copy; with `catch`, a panic is the copy's end.
-#[inline]
-fn poll<K: Copier>(
-    copy: Pin<&mut K::Copy>,
-    cx: &mut Context<'_>,
-    catch: bool,
-) -> Poll<Finished<K::Ok, K::Error>> {
-    let finished = |polled: Option<Result<K::Ok, K::Error>>| match polled {
-        Some(result) => Finished::Item(result),
-        None => Finished::Ended,
-    };
-    #[cfg(feature = "std")]
-    if catch {
-        let polled =
-            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| K::poll_copy(copy, cx)));
-        return match polled {
-            Ok(poll) => poll.map(finished),
-            Err(panic) => Poll::Ready(Finished::Panicked(panic)),
-        };
-    }
-    let _ = catch;
-    K::poll_copy(copy, cx).map(finished)
-}
-
-/// A copy made (or declined), or, under `catch_unwind`, how it ended when its factory
-/// panicked.
-type Made<K> =
-    Result<Option<<K as Copier>::Copy>, Finished<<K as Copier>::Ok, <K as Copier>::Error>>;
-
-/// Makes a copy; with `catch`, a panicking factory yields the panic as the copy's end.
-fn make<K: Copier>(copier: &mut K, attempt: Attempt, catch: bool) -> Made<K> {
-    #[cfg(feature = "std")]
-    if catch {
-        let make = core::panic::AssertUnwindSafe(|| copier.make(attempt));
-        return std::panic::catch_unwind(make).map_err(Finished::Panicked);
-    }
-    let _ = catch;
-    Ok(copier.make(attempt))
 }

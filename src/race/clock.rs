@@ -71,7 +71,7 @@ pub(super) struct Times {
     pub(super) first_start: Duration,
     /// The newest copy's start by the schedule: its due time, or when it started early.
     pub(super) last_start: Duration,
-    /// When the copy of the last [`Next::Start`] starts, as its `Attempt::elapsed` says:
+    /// When the copy of the last [`Next::Start`](super::Next::Start) starts, as its `Attempt::elapsed` says:
     /// the clock, or the start of the copy before if the clock reads earlier (a clock
     /// that went back, a sleep that fired early), so starts never go backwards.
     pub(super) latest_start: Duration,
