@@ -3,117 +3,19 @@
 //! order, on the policy's virtual clock, which moves only when a test advances it; no
 //! test waits for time, and one smoke test runs on the real clock.
 
+mod grpc_scene;
+
 use std::time::Duration;
 
-use hedging::timer::ManualTimer;
+use grpc_scene::{echo, hedged, Scene, HEDGE_DELAY};
 use hedging::Policy;
-use hedging_http::grpc::{GrpcHedge, GrpcHedgeLayer};
-use hedging_http::{NoHedge, ReplayBody};
-use hedging_test_server::grpc::{attempt, request, say, scripted, EchoReply, EchoRequest};
-use hedging_test_server::grpc::{OTHER, SAY};
+use hedging_http::grpc::{GrpcHedgeLayer, MethodNameFault};
+use hedging_http::NoHedge;
+use hedging_test_server::grpc::{request, say, scripted, OTHER, SAY};
 use hedging_test_server::{overtakes_the_stall, real_clock, tokio_policy};
-use hedging_test_server::{Arrival, Probe, Server, VirtualClock, NEVER};
-use tokio::task::JoinHandle;
-use tonic::transport::Channel;
-use tonic::{Code, Status};
-use tower::util::MapRequest;
-use tower::ServiceBuilder;
-
-const HEDGE_DELAY: Duration = Duration::from_millis(20);
-
-/// One test's world: a virtual clock, a scripted server stamping arrivals with it, a
-/// channel to the server, and a policy on the clock.
-struct Scene {
-    clock: VirtualClock,
-    server: Server,
-    channel: Channel,
-    policy: Policy<ManualTimer>,
-}
-
-impl Scene {
-    /// A policy of `max_copies` copies, each `delay` after the one before.
-    async fn new(max_copies: usize, delay: Duration) -> Scene {
-        let clock = VirtualClock::new();
-        let server = Server::grpc(scripted(), clock.clock()).await.unwrap();
-        let channel = server.channel().await.unwrap();
-        let policy = clock.policy(max_copies, delay);
-        Scene {
-            clock,
-            server,
-            channel,
-            policy,
-        }
-    }
-
-    /// The layer hedging every method by this scene's policy.
-    fn every_method(&self) -> GrpcHedgeLayer<ManualTimer> {
-        GrpcHedgeLayer::new(self.policy.clone()).all_methods()
-    }
-
-    /// Calls `path` with `request` through `layer` and the channel, on a task of its own.
-    fn call(
-        &self,
-        layer: GrpcHedgeLayer<ManualTimer>,
-        request: tonic::Request<EchoRequest>,
-        path: &'static str,
-    ) -> JoinHandle<Result<EchoReply, Status>> {
-        tokio::spawn(say(hedged(layer, self.channel.clone()), request, path))
-    }
-
-    /// Calls `test.Echo/Say` with `script` through a layer hedging every method.
-    fn say(&self, script: &str) -> JoinHandle<Result<EchoReply, Status>> {
-        self.call(self.every_method(), echo(script), SAY)
-    }
-
-    /// Sends `request` (whose script holds copy 0) through `layer` to `path`, lets time
-    /// pass far beyond the delay, then releases it: the call was sent once, with no timer
-    /// armed, and its only copy answered.
-    async fn assert_sent_once(
-        &self,
-        layer: GrpcHedgeLayer<ManualTimer>,
-        request: tonic::Request<EchoRequest>,
-        path: &'static str,
-    ) -> EchoReply {
-        let script = request.get_ref().script.clone();
-        let reply = self.call(layer, request, path);
-        self.clock.release(&self.server, &script).await;
-        let reply = reply.await.unwrap().unwrap();
-        assert_eq!(reply.attempt, 0);
-        assert_eq!(self.attempts(&script), [0]);
-        assert_eq!(self.clock.sleeps_created(), 0, "no hedge could go out");
-        reply
-    }
-
-    /// The copies of the call with `script` that reached the server, by attempt.
-    fn attempts(&self, script: &str) -> Vec<usize> {
-        self.server.arrivals(script).iter().map(attempt).collect()
-    }
-}
-
-fn echo(script: &str) -> tonic::Request<EchoRequest> {
-    request(script, b"payload")
-}
-
-/// The body map that puts a hedging layer in front of a tonic `Channel`.
-type IntoTonicBody =
-    fn(http::Request<ReplayBody<tonic::body::Body>>) -> http::Request<tonic::body::Body>;
-
-fn into_tonic_body(
-    request: http::Request<ReplayBody<tonic::body::Body>>,
-) -> http::Request<tonic::body::Body> {
-    request.map(tonic::body::Body::new)
-}
-
-/// The hedged stack: the layer, the body map, the channel.
-fn hedged<T, S>(
-    layer: GrpcHedgeLayer<T>,
-    channel: S,
-) -> GrpcHedge<MapRequest<S, IntoTonicBody>, T> {
-    ServiceBuilder::new()
-        .layer(layer)
-        .map_request(into_tonic_body as IntoTonicBody)
-        .service(channel)
-}
+use hedging_test_server::{Arrival, Probe, Server, NEVER};
+use tonic::Code;
+use tower::{Service, ServiceExt};
 
 #[tokio::test]
 async fn hedged_unary_call_returns_in_about_the_hedge_delay() {
@@ -148,8 +50,15 @@ async fn a_hedge_overtakes_a_stall_on_the_real_clock() {
     assert_eq!(policy.stats().hedge_wins, 1);
 }
 
+/// Asserts `scene`'s policy counted `out_of_scope` calls it passed through and no call.
+fn assert_out_of_scope(scene: &Scene, out_of_scope: u64) {
+    let stats = scene.policy.stats();
+    let counted = (stats.calls, stats.hedges, stats.out_of_scope);
+    assert_eq!(counted, (0, 0, out_of_scope), "not calls: out of scope");
+}
+
 #[tokio::test]
-async fn unnamed_methods_are_sent_once() {
+async fn unnamed_methods_are_sent_once_and_counted_out_of_scope() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
     let layer = GrpcHedgeLayer::new(scene.policy.clone()).methods(["test.Echo/Say"]);
 
@@ -157,16 +66,110 @@ async fn unnamed_methods_are_sent_once() {
         .assert_sent_once(layer, echo("hold | ok"), OTHER)
         .await;
 
-    let stats = scene.policy.stats();
-    assert_eq!((stats.calls, stats.hedges), (1, 0), "counted, not hedged");
+    assert_out_of_scope(&scene, 1);
 }
 
 #[tokio::test]
-async fn no_methods_named_hedges_nothing() {
+async fn a_layer_without_methods_hedges_nothing_and_counts_out_of_scope() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
 
     let layer = GrpcHedgeLayer::new(scene.policy.clone());
     scene.assert_sent_once(layer, echo("hold | ok"), SAY).await;
+
+    assert_out_of_scope(&scene, 1);
+}
+
+#[tokio::test]
+async fn a_name_in_the_wrong_case_matches_nothing_and_counts_out_of_scope() {
+    let scene = Scene::new(2, HEDGE_DELAY).await;
+    // The method is `Say`, and the service `test.Echo`: A6 names are case-sensitive.
+    let layer = GrpcHedgeLayer::new(scene.policy.clone()).methods(["test.Echo/say", "test.echo"]);
+
+    scene.assert_sent_once(layer, echo("hold | ok"), SAY).await;
+
+    assert_out_of_scope(&scene, 1);
+}
+
+#[tokio::test]
+async fn an_out_of_scope_call_is_the_inner_services_own_future() {
+    let scene = Scene::new(2, HEDGE_DELAY).await;
+    let layer = GrpcHedgeLayer::new(scene.policy.clone()).methods(["test.Echo/Say"]);
+    let mut service = hedged(layer, scene.channel.clone());
+    let call = |path: &str| {
+        let body = tonic::body::Body::empty();
+        http::Request::post(path).body(body).unwrap()
+    };
+
+    let direct = service.ready().await.unwrap().call(call(OTHER));
+    let raced = service.ready().await.unwrap().call(call(SAY));
+
+    assert_eq!(format!("{direct:?}"), "ResponseFuture::Direct", "no race");
+    assert!(format!("{raced:?}").starts_with("ResponseFuture::Hedged"));
+    let stats = scene.policy.stats();
+    assert_eq!(
+        (stats.out_of_scope, stats.calls),
+        (1, 0),
+        "raced is not done"
+    );
+}
+
+#[test]
+fn each_malformed_name_is_refused_with_its_message() {
+    let refused = |name: &str| {
+        let policy = Policy::builder()
+            .timer(hedging::timer::ManualTimer::new())
+            .build();
+        let layer = GrpcHedgeLayer::new(policy).try_methods(["test.Echo", name]);
+        let error = layer.expect_err(name);
+        assert_eq!(error.name(), name);
+        (error.fault(), error.to_string())
+    };
+    let message = |fault: MethodNameFault, text: &str| (fault, text.to_owned());
+
+    assert_eq!(
+        refused("/kv.Store/Get"),
+        message(
+            MethodNameFault::LeadingSlash,
+            r#"gRPC method name "/kv.Store/Get" starts with '/': A6 names have none, as in "kv.Store/Get""#
+        )
+    );
+    assert_eq!(
+        refused("kv.Store/"),
+        message(
+            MethodNameFault::EmptyMethod,
+            r#"gRPC method name "kv.Store/" has no method after its '/': name the service alone, "kv.Store", for every method of it"#
+        )
+    );
+    assert_eq!(
+        refused("kv/Store/Get"),
+        message(
+            MethodNameFault::TooManySlashes,
+            r#"gRPC method name "kv/Store/Get" has more than one '/': A6 names are "package.Service" or "package.Service/Method""#
+        )
+    );
+    assert_eq!(
+        refused(""),
+        message(
+            MethodNameFault::Empty,
+            r#"gRPC method name "" is empty: name a service ("package.Service") or one of its methods ("package.Service/Method")"#
+        )
+    );
+    assert_eq!(
+        refused("kv.Store "),
+        message(
+            MethodNameFault::Whitespace,
+            r#"gRPC method name "kv.Store " holds whitespace or a control character, which no request path carries"#
+        )
+    );
+}
+
+#[test]
+#[should_panic(expected = r#"gRPC method name "/kv.Store/Get" starts with '/'"#)]
+fn a_malformed_name_in_code_panics_with_its_message() {
+    let policy = Policy::builder()
+        .timer(hedging::timer::ManualTimer::new())
+        .build();
+    let _ = GrpcHedgeLayer::new(policy).methods(["/kv.Store/Get"]);
 }
 
 #[tokio::test]
@@ -184,7 +187,7 @@ async fn all_methods_hedges_every_method() {
 }
 
 #[tokio::test]
-async fn no_hedge_extension_sends_the_call_once() {
+async fn no_hedge_extension_sends_the_call_once_and_counts_it_out_of_scope() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
     let mut request = echo("hold | ok");
     request.extensions_mut().insert(NoHedge);
@@ -192,6 +195,8 @@ async fn no_hedge_extension_sends_the_call_once() {
     scene
         .assert_sent_once(scene.every_method(), request, SAY)
         .await;
+
+    assert_out_of_scope(&scene, 1);
 }
 
 #[tokio::test]

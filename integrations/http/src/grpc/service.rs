@@ -1,0 +1,215 @@
+//! [`GrpcHedge`], the service a [`GrpcHedgeLayer`] makes, and its [`ResponseFuture`].
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hedging::timer::Timer;
+use hedging::{Attempt, Classify};
+use http::{HeaderName, HeaderValue, Request, Response};
+use http_body::Body;
+use pin_project::pin_project;
+use tower_service::Service;
+
+use crate::body::ReplayBody;
+use crate::hedge::{copy_request, start, Copies};
+use crate::NoHedge;
+
+use super::layer::{GrpcHedgeLayer, Route};
+use super::scope::Reason;
+use super::{timeout, GrpcVerdict, MAX_ATTEMPTS};
+
+const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
+const PREVIOUS_ATTEMPTS: HeaderName = HeaderName::from_static("grpc-previous-rpc-attempts");
+
+/// A [`Service`] that hedges gRPC calls as A6 does; made by [`GrpcHedgeLayer`].
+///
+/// It takes `http::Request<B>` and hands the inner service
+/// `http::Request<ReplayBody<B>>`; in front of a tonic `Channel`, map the body into
+/// tonic's (see the [crate docs](crate#grpc-with-tonic)).
+pub struct GrpcHedge<S, T> {
+    pub(crate) inner: S,
+    pub(crate) layer: GrpcHedgeLayer<T>,
+}
+
+impl<S, T> GrpcHedge<S, T> {
+    crate::accessors::define_inner_service_accessors!();
+}
+
+/// The `grpc-timeout` of the call as the caller sent it, kept on every copy so each can
+/// be given what is left of it.
+#[derive(Clone, Copy, Debug)]
+struct CallTimeout(Duration);
+
+impl<S, T, B, ResBody> Service<Request<B>> for GrpcHedge<S, T>
+where
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResBody>> + Clone,
+    B: Body + Unpin,
+    T: Timer,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, B, T>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let layer = &self.layer;
+        // One lookup: where the call's method goes, if anywhere.
+        let route = layer.routes.find(request.uri().path());
+        let out_of_scope = match route {
+            None => Some(Reason::NoNameMatches),
+            Some(_) if NoHedge::opts_out(request.extensions()) => Some(Reason::NoHedge),
+            Some(Route::Layer) => None,
+        };
+        if let Some(reason) = out_of_scope {
+            // Straight to the inner service: no race, no body buffered, not a call.
+            let path = request.uri().path();
+            layer.out_of_scope.pass(&layer.policy, path, reason);
+            let request = request.map(ReplayBody::once);
+            return ResponseFuture::direct(self.inner.call(request));
+        }
+        let (policy, verdict) = (&layer.policy, &layer.verdict);
+        // A call that cannot hedge leaves its body alone.
+        let mut request = request.map(|body| match policy.max_copies() > 1 {
+            true => ReplayBody::read(body, layer.max_replay_bytes),
+            false => ReplayBody::once(body),
+        });
+        if request.body().is_replayable() {
+            let timeout = request.headers().get(GRPC_TIMEOUT);
+            if let Some(timeout) = timeout.and_then(|t| timeout::parse(t.as_bytes())) {
+                request.extensions_mut().insert(CallTimeout(timeout));
+            }
+        }
+        let copies = Copies {
+            copy: copy_grpc_request::<B>,
+            max_copies: MAX_ATTEMPTS,
+        };
+        let race = start(&mut self.inner, policy, verdict.clone(), copies, request);
+        ResponseFuture::hedged(race)
+    }
+}
+
+/// Copy `attempt` of a gRPC call: the request again, telling the server how many copies
+/// came before it and how much of the call's timeout is left. `None` once the call's
+/// timeout has run out, or for a body sent once. A6's cap of 5 attempts is the race's to
+/// keep (see `Copies::max_copies`).
+fn copy_grpc_request<B: Body>(
+    request: &Request<ReplayBody<B>>,
+    attempt: Attempt,
+) -> Option<Request<ReplayBody<B>>> {
+    let mut copy = copy_request(request, attempt)?;
+    if attempt.is_hedge() {
+        let headers = copy.headers_mut();
+        headers.insert(PREVIOUS_ATTEMPTS, HeaderValue::from(attempt.index()));
+        if let Some(CallTimeout(call_timeout)) = request.extensions().get() {
+            let left = timeout::reduce(*call_timeout, attempt.elapsed())?;
+            headers.insert(GRPC_TIMEOUT, timeout::format(left));
+        }
+    }
+    Some(copy)
+}
+
+impl<S: Clone, T> Clone for GrpcHedge<S, T> {
+    fn clone(&self) -> Self {
+        GrpcHedge {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, T: fmt::Debug> fmt::Debug for GrpcHedge<S, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcHedge")
+            .field("inner", &self.inner)
+            .field("layer", &self.layer)
+            .finish()
+    }
+}
+
+/// The race of a hedged call's copies.
+type Race<S, B, T> = crate::ResponseFuture<S, B, T, GrpcVerdict>;
+
+/// The response future of [`GrpcHedge`]: the core's race over the copies of a call the
+/// layer hedges, or the inner service's own future for a call outside its scope. Its
+/// output is the inner service's.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct ResponseFuture<S, B, T>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    #[pin]
+    call: Call<S, B, T>,
+}
+
+// Boxing the race would cost every hedged call an allocation to spare the rarer direct
+// ones some bytes.
+#[allow(clippy::large_enum_variant)]
+#[pin_project(project = CallProjection)]
+enum Call<S, B, T>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    Hedged(#[pin] Race<S, B, T>),
+    Direct(#[pin] S::Future),
+}
+
+impl<S, B, T> ResponseFuture<S, B, T>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    fn hedged(race: Race<S, B, T>) -> Self {
+        ResponseFuture {
+            call: Call::Hedged(race),
+        }
+    }
+
+    fn direct(future: S::Future) -> Self {
+        ResponseFuture {
+            call: Call::Direct(future),
+        }
+    }
+}
+
+impl<S, B, T> Future for ResponseFuture<S, B, T>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    GrpcVerdict: Classify<S::Response, S::Error>,
+{
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().call.project() {
+            CallProjection::Hedged(race) => race.poll(cx),
+            CallProjection::Direct(future) => future.poll(cx),
+        }
+    }
+}
+
+impl<S, B, T> fmt::Debug for ResponseFuture<S, B, T>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.call {
+            Call::Hedged(race) => f.debug_tuple("ResponseFuture::Hedged").field(race).finish(),
+            Call::Direct(_) => f.write_str("ResponseFuture::Direct"),
+        }
+    }
+}
