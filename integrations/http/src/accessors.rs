@@ -2,9 +2,10 @@
 //! `define_inner_service_accessors!`).
 
 /// `get_ref`, `get_mut`, `into_inner` and `policy`, inside the `impl` of a service with
-/// an `inner: S` field and a `layer` field whose `policy()` is the service's.
+/// an `inner: S` field and a `layer` field whose `policy()` is the service's;
+/// `(inner)` for the first three alone.
 macro_rules! define_inner_service_accessors {
-    () => {
+    (inner) => {
         /// The wrapped service.
         pub fn get_ref(&self) -> &S {
             &self.inner
@@ -19,6 +20,9 @@ macro_rules! define_inner_service_accessors {
         pub fn into_inner(self) -> S {
             self.inner
         }
+    };
+    () => {
+        crate::accessors::define_inner_service_accessors!(inner);
 
         /// The policy this service hedges by.
         pub fn policy(&self) -> &hedging::Policy<T> {
@@ -28,15 +32,18 @@ macro_rules! define_inner_service_accessors {
 }
 
 /// `max_replay_bytes` and `policy`, inside the `impl` of a layer with the fields
-/// `policy: Policy<T>` and `max_replay_bytes: usize`.
+/// `policy: Policy<T>` and `max_replay_bytes: usize`; `(max_replay_bytes)` for that alone.
 macro_rules! define_layer_settings {
-    () => {
+    (max_replay_bytes) => {
         /// The largest request body buffered for replay (for gRPC, the framed request
         /// messages); a larger one is sent once, unhedged. Default 64 KiB.
         pub fn max_replay_bytes(mut self, max_replay_bytes: usize) -> Self {
             self.max_replay_bytes = max_replay_bytes;
             self
         }
+    };
+    () => {
+        crate::accessors::define_layer_settings!(max_replay_bytes);
 
         /// The policy every wrapped service hedges by.
         pub fn policy(&self) -> &hedging::Policy<T> {

@@ -80,6 +80,13 @@
 //! - The request body is `Unpin`: box one that is not (`http_body_util::BodyExt::boxed`).
 //! - Pass the policy a timer that fits the runtime: `hedging::timer::TokioTimer` (feature
 //!   `tokio` of `hedging`) on tokio.
+//!
+//! # Features
+//!
+//! - `tracing`: an `INFO` event naming each gRPC method a layer passed through outside
+//!   its scope, once per method; and the core's `tracing` events.
+//! - `service-config`: `grpc::ServiceConfig`, gRPC's service config read from its JSON,
+//!   and `grpc::GrpcHedgeLayer::from_service_config`, a policy per method.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]

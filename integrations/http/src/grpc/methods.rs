@@ -164,32 +164,57 @@ impl<R: Copy> Routes<R> {
         Ok(routes)
     }
 
-    /// `service`'s `method` (every method without one) to `route`; `false` if it had one.
-    pub(crate) fn insert(&mut self, service: &str, method: Option<&str>, route: R) -> bool {
-        let earlier = match method {
+    /// `service`'s `method` (every method without one) to `route`; the route it had.
+    pub(crate) fn insert(&mut self, service: &str, method: Option<&str>, route: R) -> Option<R> {
+        match method {
             Some(method) => self.methods.insert(format!("{service}/{method}"), route),
             None => self.services.insert(service.to_owned(), route),
+        }
+    }
+
+    /// The default, for every method no name matches, to `route`; the default it had.
+    #[cfg_attr(not(feature = "service-config"), allow(dead_code))]
+    pub(crate) fn insert_default(&mut self, route: R) -> Option<R> {
+        self.default.replace(route)
+    }
+
+    /// The same names, each to `change` of its route.
+    #[cfg_attr(not(feature = "service-config"), allow(dead_code))]
+    pub(crate) fn map<S>(&self, change: impl Fn(R) -> S) -> Routes<S> {
+        let changed = |routes: &HashMap<String, R>| {
+            let routes = routes
+                .iter()
+                .map(|(name, route)| (name.clone(), change(*route)));
+            routes.collect()
         };
-        earlier.is_none()
+        Routes {
+            methods: changed(&self.methods),
+            services: changed(&self.services),
+            default: self.default.map(&change),
+        }
     }
 
     /// Where the call at `path` (`/package.Service/Method`) goes; `None` when no name
     /// matches it. A path that is not a gRPC method's matches the default only.
     pub(crate) fn find(&self, path: &str) -> Option<R> {
-        let named = full_name(path).and_then(|(full, service)| {
-            let route = self.methods.get(full);
+        self.find_method(path.strip_prefix('/').unwrap_or_default())
+    }
+
+    /// Where a call to `method` (`package.Service/Method`) goes, as [`find`](Self::find).
+    pub(crate) fn find_method(&self, method: &str) -> Option<R> {
+        let named = service_of(method).and_then(|service| {
+            let route = self.methods.get(method);
             route.or_else(|| self.services.get(service)).copied()
         });
         named.or(self.default)
     }
 }
 
-/// A call's path as `package.Service/Method` and its service, if it is a gRPC method's.
-fn full_name(path: &str) -> Option<(&str, &str)> {
-    let full = path.strip_prefix('/')?;
-    let (service, method) = full.split_once('/')?;
-    let is_method = !service.is_empty() && !method.is_empty() && !method.contains('/');
-    is_method.then_some((full, service))
+/// The service of `package.Service/Method`, if it is a gRPC method's full name.
+fn service_of(method: &str) -> Option<&str> {
+    let (service, name) = method.split_once('/')?;
+    let is_method = !service.is_empty() && !name.is_empty() && !name.contains('/');
+    is_method.then_some(service)
 }
 
 #[cfg(test)]

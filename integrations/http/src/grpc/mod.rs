@@ -21,12 +21,15 @@
 //! | `retryThrottling` (`maxTokens`, `tokenRatio`) | the core's `Budget::throttling(max_tokens, token_ratio)`, given to the policy |
 //! | buffer limits; a call that outgrows them commits | [`max_replay_bytes`](GrpcHedgeLayer::max_replay_bytes): a larger or still-streaming request body is sent once |
 //!
+//! | a policy per method, from the service config's JSON | feature `service-config`: `ServiceConfig::from_json` and `GrpcHedgeLayer::from_service_config` (see [Service config](#service-config)) |
+//!
 //! Not implemented: A6's `retryPolicy` (retries with exponential backoff and
 //! `retryableStatusCodes`: this crate hedges); transparent retries (a transport error
 //! here is a failed copy, counted against `maxAttempts` and throttling, as
-//! `UNAVAILABLE`); per-method policies read from service config JSON (build one layer
-//! per policy); sending hedges to distinct backends (the inner service's load balancer
-//! decides); `grpc-previous-rpc-attempts` in the response metadata the caller sees.
+//! `UNAVAILABLE`); throttling by the calls of methods that are not hedged (they bypass
+//! the race, so their outcomes are not seen); sending hedges to distinct backends (the
+//! inner service's load balancer decides); `grpc-previous-rpc-attempts` in the response
+//! metadata the caller sees.
 //!
 //! # Retry throttling
 //!
@@ -48,17 +51,55 @@
 //! let layer = GrpcHedgeLayer::new(policy).methods(["shop.Catalog"]);
 //! # let _ = layer;
 //! ```
+//!
+//! # Service config
+//!
+//! With the feature `service-config`, the layer reads gRPC's own service config, the
+//! JSON a gRPC client is given by its name resolver or its operators, and hedges each
+//! method by its method config's `hedgingPolicy`, every policy sharing the config's
+//! `retryThrottling` (one budget per layer, as A6 has one per channel):
+//!
+//! ```
+//! # #[cfg(feature = "service-config")] {
+//! use hedging::timer::TokioTimer;
+//! use hedging_http::grpc::{GrpcHedgeLayer, ServiceConfig};
+//!
+//! let config = ServiceConfig::from_json(r#"{
+//!   "methodConfig": [
+//!     {"name": [{"service": "shop.Catalog"}],
+//!      "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.02s",
+//!                        "nonFatalStatusCodes": ["UNAVAILABLE"]}},
+//!     {"name": [{"service": "shop.Cart", "method": "Get"}],
+//!      "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.005s"}}
+//!   ],
+//!   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+//! }"#)?;
+//! let layer = GrpcHedgeLayer::from_service_config(&config, TokioTimer::new());
+//! assert_eq!(layer.policy_for("shop.Catalog/List").unwrap().max_copies(), 3);
+//! assert!(layer.policy_for("shop.Cart/Add").is_none()); // sent once, out of scope
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What is read and checked, and why unknown fields are ignored: `ServiceConfig`.
 
 mod layer;
 mod methods;
 mod scope;
 mod service;
+#[cfg(feature = "service-config")]
+mod service_config;
 mod status;
 mod timeout;
 
 pub use self::layer::GrpcHedgeLayer;
 pub use self::methods::{MethodNameError, MethodNameFault};
 pub use self::service::{GrpcHedge, ResponseFuture};
+#[cfg(feature = "service-config")]
+#[cfg_attr(docsrs, doc(cfg(feature = "service-config")))]
+pub use self::service_config::{
+    HedgingPolicy, MethodConfig, RetryThrottling, ServiceConfig, ServiceConfigError,
+};
 pub use self::status::GrpcVerdict;
 
 /// A6's client-side cap on attempts: the original and at most four hedges. The race is

@@ -8,17 +8,21 @@ use hedging::Policy;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reason {
     /// No name the layer was given matches its method.
-    NoNameMatches,
+    Unmatched,
+    /// The service config's method config for it has no hedging policy.
+    #[cfg_attr(not(feature = "service-config"), allow(dead_code))]
+    WithoutHedgingPolicy,
     /// It carries the [`NoHedge`](crate::NoHedge) extension.
-    NoHedge,
+    OptedOut,
 }
 
 impl Reason {
     #[cfg(feature = "tracing")]
     fn as_str(self) -> &'static str {
         match self {
-            Reason::NoNameMatches => "no name the layer was given matches the method",
-            Reason::NoHedge => "the request carries NoHedge",
+            Reason::Unmatched => "no name the layer was given matches the method",
+            Reason::WithoutHedgingPolicy => "its method config has no hedgingPolicy",
+            Reason::OptedOut => "the request carries NoHedge",
         }
     }
 }

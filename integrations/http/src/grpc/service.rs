@@ -35,7 +35,18 @@ pub struct GrpcHedge<S, T> {
 }
 
 impl<S, T> GrpcHedge<S, T> {
-    crate::accessors::define_inner_service_accessors!();
+    crate::accessors::define_inner_service_accessors!(inner);
+
+    /// The layer's own policy (see [`GrpcHedgeLayer::policy`]).
+    pub fn policy(&self) -> &hedging::Policy<T> {
+        self.layer.policy()
+    }
+
+    /// The layer that made this service, for its other policies
+    /// ([`policy_for`](GrpcHedgeLayer::policy_for), [`policies`](GrpcHedgeLayer::policies)).
+    pub fn layer(&self) -> &GrpcHedgeLayer<T> {
+        &self.layer
+    }
 }
 
 /// The `grpc-timeout` of the call as the caller sent it, kept on every copy so each can
@@ -60,20 +71,22 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let layer = &self.layer;
         // One lookup: where the call's method goes, if anywhere.
-        let route = layer.routes.find(request.uri().path());
-        let out_of_scope = match route {
-            None => Some(Reason::NoNameMatches),
-            Some(_) if NoHedge::opts_out(request.extensions()) => Some(Reason::NoHedge),
-            Some(Route::Layer) => None,
+        let hedged_by = match layer.routes.find(request.uri().path()) {
+            None => Err(Reason::Unmatched),
+            Some(Route::Unhedged) => Err(Reason::WithoutHedgingPolicy),
+            Some(_) if NoHedge::opts_out(request.extensions()) => Err(Reason::OptedOut),
+            Some(route) => layer.hedged_by(route).ok_or(Reason::WithoutHedgingPolicy),
         };
-        if let Some(reason) = out_of_scope {
-            // Straight to the inner service: no race, no body buffered, not a call.
-            let path = request.uri().path();
-            layer.out_of_scope.pass(&layer.policy, path, reason);
-            let request = request.map(ReplayBody::once);
-            return ResponseFuture::direct(self.inner.call(request));
-        }
-        let (policy, verdict) = (&layer.policy, &layer.verdict);
+        let (policy, verdict) = match hedged_by {
+            Ok(hedged_by) => hedged_by,
+            Err(reason) => {
+                // Straight to the inner service: no race, no body buffered, not a call.
+                let path = request.uri().path();
+                layer.out_of_scope.pass(&layer.policy, path, reason);
+                let request = request.map(ReplayBody::once);
+                return ResponseFuture::direct(self.inner.call(request));
+            }
+        };
         // A call that cannot hedge leaves its body alone.
         let mut request = request.map(|body| match policy.max_copies() > 1 {
             true => ReplayBody::read(body, layer.max_replay_bytes),
