@@ -46,6 +46,41 @@ use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 /// [`attempt_timeout`](Hedge::attempt_timeout) set: a call without them carries nothing
 /// for them.
 ///
+/// # Examples
+///
+/// [`classify`](Hedge::classify) decides what each finished copy means:
+///
+/// ```
+/// use hedging::{Hedgeable, Policy, Verdict};
+/// # futures::executor::block_on(async {
+/// let policy = Policy::builder().max_copies(2).build();
+/// let mut answers = vec![Ok::<Option<u32>, ()>(Some(5)), Ok(None)];
+/// let value = (|| std::future::ready(answers.pop().unwrap()))
+///     .hedged(&policy)
+///     .classify(|r: &Result<Option<u32>, ()>| match r {
+///         Ok(Some(_)) => Verdict::Win,
+///         Ok(None) => Verdict::Retry, // an empty answer: ask another copy
+///         Err(_) => Verdict::Fatal,
+///     })
+///     .await;
+/// assert_eq!(value, Ok(Some(5)));
+/// # });
+/// ```
+///
+/// [`max_copies`](Hedge::max_copies) caps one call below its policy:
+///
+/// ```
+/// use hedging::{Hedgeable, Policy};
+/// # futures::executor::block_on(async {
+/// let policy = Policy::builder().max_copies(3).build();
+/// let replayable = false; // say, a request whose body cannot be sent twice
+/// let call = (|| async { Ok::<_, ()>("done") }).hedged(&policy);
+/// let answer = if replayable { call.await } else { call.max_copies(1).await };
+/// assert_eq!(answer, Ok("done"));
+/// assert_eq!(policy.stats().calls, 1);
+/// # });
+/// ```
+///
 /// # Cancellation
 ///
 /// Dropping a `Hedge` drops every copy still in flight and its timer; nothing keeps
@@ -96,124 +131,7 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P> {
     }
 }
 
-impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
-    /// Decides which errors are worth another copy: `true` keeps racing (the copy
-    /// failed, the others go on), `false` returns the error at once and drops the others.
-    /// `Ok` always wins.
-    pub fn when<W>(self, retryable: W) -> Hedge<F, P, When<W>, D>
-    where
-        W: FnMut(&F::Error) -> bool,
-    {
-        self.with_classify(When(retryable))
-    }
-
-    /// Decides what each finished copy means, with full control: see [`Verdict`].
-    ///
-    /// ```
-    /// use hedging::{Hedgeable, Policy, Verdict};
-    /// # futures::executor::block_on(async {
-    /// let policy = Policy::builder().max_copies(2).build();
-    /// let mut answers = vec![Ok::<Option<u32>, ()>(Some(5)), Ok(None)];
-    /// let value = (|| std::future::ready(answers.pop().unwrap()))
-    ///     .hedged(&policy)
-    ///     .classify(|r: &Result<Option<u32>, ()>| match r {
-    ///         Ok(Some(_)) => Verdict::Win,
-    ///         Ok(None) => Verdict::Retry, // an empty answer: ask another copy
-    ///         Err(_) => Verdict::Fatal,
-    ///     })
-    ///     .await;
-    /// assert_eq!(value, Ok(Some(5)));
-    /// # });
-    /// ```
-    pub fn classify<K>(self, classify: K) -> Hedge<F, P, K, D>
-    where
-        K: FnMut(&Result<F::Ok, F::Error>) -> Verdict,
-    {
-        self.with_classify(classify)
-    }
-
-    /// Caps this call's copies below the policy's: at most `max_copies` start (never more
-    /// than the policy allows). `max_copies(1)` sends the call once, unhedged, and arms no
-    /// timer; it is still counted in the policy's stats. Clamped to `1..=64`; no effect
-    /// on a call already polled. A cap known before the call belongs here rather than in
-    /// a factory that declines later: a pushback on the last copy then ends the call at
-    /// once instead of being waited out.
-    ///
-    /// ```
-    /// use hedging::{Hedgeable, Policy};
-    /// # futures::executor::block_on(async {
-    /// let policy = Policy::builder().max_copies(3).build();
-    /// let replayable = false; // say, a request whose body cannot be sent twice
-    /// let call = (|| async { Ok::<_, ()>("done") }).hedged(&policy);
-    /// let answer = if replayable { call.await } else { call.max_copies(1).await };
-    /// assert_eq!(answer, Ok("done"));
-    /// assert_eq!(policy.stats().calls, 1);
-    /// # });
-    /// ```
-    pub fn max_copies(mut self, max_copies: usize) -> Self {
-        self.call.state.cap(max_copies);
-        self
-    }
-
-    pub(crate) fn with_classify<K>(self, classify: K) -> Hedge<F, P, K, D> {
-        Hedge {
-            factory: self.factory,
-            classify,
-            deadlines: self.deadlines,
-            call: self.call,
-        }
-    }
-
-    /// Bounds each copy: one that has not answered `timeout` after it started is dropped
-    /// and counts as a failed copy, with the error `E::from(Elapsed)` (kept like any
-    /// other failure; it is not shown to [`when`](Hedge::when) or
-    /// [`classify`](Hedge::classify)). If no other copy is in flight, the next starts at
-    /// once.
-    ///
-    /// With [`fallback`](crate::PolicyBuilder::fallback) this is the mode for requests
-    /// that must not run twice at once: never two copies in flight, and the next starts
-    /// only after the previous one failed or timed out.
-    ///
-    /// A zero timeout gives each copy its first poll only: a copy not ready at once times
-    /// out in that same poll, and the call returns its first `Elapsed` failure once every
-    /// copy did. A huge one saturates: it never fires.
-    pub fn attempt_timeout(self, timeout: Duration) -> Hedge<F, P, C, Timeouts>
-    where
-        D: IntoTimeouts,
-        F::Error: From<Elapsed>,
-    {
-        let mut deadlines = self.deadlines.timeouts();
-        deadlines.attempt = Some(timeout);
-        self.with_deadlines(deadlines)
-    }
-
-    /// Bounds the whole call: when `timeout` has passed since its first poll, every copy
-    /// is dropped and the call returns the lowest-index failure seen so far (a real one:
-    /// not a withdrawn result nor a caught panic), or else `E::from(Elapsed)`.
-    ///
-    /// An answer and the deadline in the same instant: the answer wins, as with
-    /// `tokio::time::timeout`. A zero timeout lets the original answer if it is ready on
-    /// its first poll, and otherwise returns `Elapsed` from that poll without starting
-    /// another copy. A huge one saturates: it never fires.
-    pub fn timeout(self, timeout: Duration) -> Hedge<F, P, C, Timeouts>
-    where
-        D: IntoTimeouts,
-        F::Error: From<Elapsed>,
-    {
-        let mut deadlines = self.deadlines.timeouts();
-        deadlines.total = Some(timeout);
-        self.with_deadlines(deadlines)
-    }
-
-    fn with_deadlines(self, deadlines: Timeouts) -> Hedge<F, P, C, Timeouts> {
-        Hedge {
-            factory: self.factory,
-            classify: self.classify,
-            deadlines,
-            call: self.call,
-        }
-    }
-}
+crate::call_methods::call_methods!(Hedge, Factory, "each finished copy");
 
 impl<F, P, C, D> Future for Hedge<F, P, C, D>
 where

@@ -157,6 +157,7 @@ mod adaptive;
 mod attempt;
 mod budget;
 mod builder;
+mod call_methods;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod config;

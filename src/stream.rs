@@ -80,74 +80,12 @@ impl<F: StreamFactory, P: AsPolicy> HedgeStream<F, P> {
     }
 }
 
-impl<F: StreamFactory, P: AsPolicy, C, D> HedgeStream<F, P, C, D> {
-    /// Decides which first-item errors are worth another copy, as [`Hedge::when`]
-    /// does for results.
-    ///
-    /// [`Hedge::when`]: crate::Hedge::when
-    pub fn when<W>(self, retryable: W) -> HedgeStream<F, P, When<W>, D>
-    where
-        W: FnMut(&F::Error) -> bool,
-    {
-        self.with_classify(When(retryable))
-    }
-
-    /// Decides what each copy's first item means: see [`Verdict`].
-    pub fn classify<K>(self, classify: K) -> HedgeStream<F, P, K, D>
-    where
-        K: FnMut(&Result<F::Ok, F::Error>) -> Verdict,
-    {
-        self.with_classify(classify)
-    }
-
-    fn with_classify<K>(self, classify: K) -> HedgeStream<F, P, K, D> {
-        HedgeStream {
-            factory: self.factory,
-            classify,
-            deadlines: self.deadlines,
-            call: self.call,
-            committed: self.committed,
-        }
-    }
-
-    /// Bounds each copy's wait for its first item, as [`Hedge::attempt_timeout`] does.
-    ///
-    /// [`Hedge::attempt_timeout`]: crate::Hedge::attempt_timeout
-    pub fn attempt_timeout(self, timeout: Duration) -> HedgeStream<F, P, C, Timeouts>
-    where
-        D: IntoTimeouts,
-        F::Error: From<Elapsed>,
-    {
-        let mut deadlines = self.deadlines.timeouts();
-        deadlines.attempt = Some(timeout);
-        self.with_deadlines(deadlines)
-    }
-
-    /// Bounds the wait for a winning first item, as [`Hedge::timeout`] does; when it
-    /// passes, the stream yields the failure (or `E::from(Elapsed)`) and ends. It no
-    /// longer applies once the stream committed.
-    ///
-    /// [`Hedge::timeout`]: crate::Hedge::timeout
-    pub fn timeout(self, timeout: Duration) -> HedgeStream<F, P, C, Timeouts>
-    where
-        D: IntoTimeouts,
-        F::Error: From<Elapsed>,
-    {
-        let mut deadlines = self.deadlines.timeouts();
-        deadlines.total = Some(timeout);
-        self.with_deadlines(deadlines)
-    }
-
-    fn with_deadlines(self, deadlines: Timeouts) -> HedgeStream<F, P, C, Timeouts> {
-        HedgeStream {
-            factory: self.factory,
-            classify: self.classify,
-            deadlines,
-            call: self.call,
-            committed: self.committed,
-        }
-    }
-}
+crate::call_methods::call_methods!(
+    HedgeStream,
+    StreamFactory,
+    "each copy's first item",
+    committed
+);
 
 impl<F, P, C, D> Stream for HedgeStream<F, P, C, D>
 where

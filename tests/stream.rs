@@ -158,6 +158,23 @@ fn the_stream_commits_to_the_first_winning_first_item() {
 }
 
 #[test]
+fn max_copies_caps_one_stream_below_its_policy() {
+    let timer = ManualTimer::new();
+    let streams = Streams::new(
+        &timer,
+        vec![vec![(ms(30), Ok(0)), (ms(5), Ok(1))], vec![(ms(1), Ok(10))]],
+    );
+    let policy = policy(&timer, 2, 10);
+    let stream = Box::pin(streams.factory().hedged_stream(&policy).max_copies(1));
+
+    let items = collect(&timer, stream);
+    assert_eq!(items, vec![(Ok(0), ms(30)), (Ok(1), ms(35))]);
+    assert_eq!(streams.starts(), vec![(0, ms(0))], "no hedge at 10 ms");
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.wins, stats.hedges), (1, 1, 0));
+}
+
+#[test]
 fn the_losers_are_dropped_at_the_commit() {
     let timer = ManualTimer::new();
     let streams = Streams::new(
