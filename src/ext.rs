@@ -32,45 +32,6 @@ pub trait IntoFactory<Args> {
     fn into_factory(self) -> Self::Factory;
 }
 
-impl<F, Fut, T, E> IntoFactory<()> for F
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    type Factory = FactoryFn<F>;
-
-    #[inline]
-    fn into_factory(self) -> FactoryFn<F> {
-        FactoryFn(self)
-    }
-}
-
-impl<F, Fut, T, E> IntoFactory<Attempt> for F
-where
-    F: FnMut(Attempt) -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    type Factory = AttemptFn<F>;
-
-    #[inline]
-    fn into_factory(self) -> AttemptFn<F> {
-        AttemptFn(self)
-    }
-}
-
-impl<F, Fut, T, E> IntoFactory<Option<Attempt>> for F
-where
-    F: FnMut(Attempt) -> Option<Fut>,
-    Fut: Future<Output = Result<T, E>>,
-{
-    type Factory = DecliningFn<F>;
-
-    #[inline]
-    fn into_factory(self) -> DecliningFn<F> {
-        DecliningFn(self)
-    }
-}
-
 /// A function that makes copies of a streaming request: what
 /// [`HedgeableStream::hedged_stream`] accepts.
 ///
@@ -90,44 +51,44 @@ pub trait IntoStreamFactory<Args> {
     fn into_stream_factory(self) -> Self::Factory;
 }
 
-impl<F, S, T, E> IntoStreamFactory<()> for F
-where
-    F: FnMut() -> S,
-    S: Stream<Item = Result<T, E>>,
-{
-    type Factory = FactoryFn<F>;
+/// The `IntoFactory` and `IntoStreamFactory` impls of one closure shape, written once for
+/// both: `into_factory!(Args, (closure argument) -> what it returns, Wrapper)`. A macro:
+/// the two traits bound the closure's output by different traits.
+macro_rules! into_factory {
+    ($args:ty, ($($arg:ty)?) -> $made:ident, $wrapper:ident) => {
+        impl<F, Fut, T, E> IntoFactory<$args> for F
+        where
+            F: FnMut($($arg)?) -> into_factory!(@made $made Fut),
+            Fut: Future<Output = Result<T, E>>,
+        {
+            type Factory = $wrapper<F>;
 
-    #[inline]
-    fn into_stream_factory(self) -> FactoryFn<F> {
-        FactoryFn(self)
-    }
+            #[inline]
+            fn into_factory(self) -> $wrapper<F> {
+                $wrapper(self)
+            }
+        }
+
+        impl<F, S, T, E> IntoStreamFactory<$args> for F
+        where
+            F: FnMut($($arg)?) -> into_factory!(@made $made S),
+            S: Stream<Item = Result<T, E>>,
+        {
+            type Factory = $wrapper<F>;
+
+            #[inline]
+            fn into_stream_factory(self) -> $wrapper<F> {
+                $wrapper(self)
+            }
+        }
+    };
+    (@made Copy $copy:ident) => { $copy };
+    (@made Option $copy:ident) => { Option<$copy> };
 }
 
-impl<F, S, T, E> IntoStreamFactory<Attempt> for F
-where
-    F: FnMut(Attempt) -> S,
-    S: Stream<Item = Result<T, E>>,
-{
-    type Factory = AttemptFn<F>;
-
-    #[inline]
-    fn into_stream_factory(self) -> AttemptFn<F> {
-        AttemptFn(self)
-    }
-}
-
-impl<F, S, T, E> IntoStreamFactory<Option<Attempt>> for F
-where
-    F: FnMut(Attempt) -> Option<S>,
-    S: Stream<Item = Result<T, E>>,
-{
-    type Factory = DecliningFn<F>;
-
-    #[inline]
-    fn into_stream_factory(self) -> DecliningFn<F> {
-        DecliningFn(self)
-    }
-}
+into_factory!((), () -> Copy, FactoryFn);
+into_factory!(Attempt, (Attempt) -> Copy, AttemptFn);
+into_factory!(Option<Attempt>, (Attempt) -> Option, DecliningFn);
 
 /// Adds [`hedged`](Hedgeable::hedged) to every function that makes a request future
 /// returning `Result<T, E>` (see [`IntoFactory`] for the shapes accepted).

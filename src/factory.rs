@@ -71,99 +71,52 @@ pub struct AttemptFn<F>(pub(crate) F);
 #[derive(Clone, Copy)]
 pub struct DecliningFn<F>(pub(crate) F);
 
-impl<F, Fut, T, E> Factory for FactoryFn<F>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    type Ok = T;
-    type Error = E;
-    type Future = Fut;
-    const MAY_DECLINE: bool = false;
+/// The `Factory` and `StreamFactory` impls of one closure wrapper, written once for both:
+/// `closure_factory!(Wrapper, attempt, (closure argument) -> what it returns, how a copy is
+/// made, whether it may decline)`. A macro: the two traits name their copy type differently.
+macro_rules! closure_factory {
+    ($name:ident, $attempt:ident, ($($arg:ty)?) -> $made:ident, $make:expr, $declines:expr) => {
+        impl<F, Fut, T, E> Factory for $name<F>
+        where
+            F: FnMut($($arg)?) -> closure_factory!(@made $made Fut),
+            Fut: Future<Output = Result<T, E>>,
+        {
+            type Ok = T;
+            type Error = E;
+            type Future = Fut;
+            const MAY_DECLINE: bool = $declines;
 
-    #[inline]
-    fn make(&mut self, _attempt: Attempt) -> Option<Fut> {
-        Some((self.0)())
-    }
+            #[inline]
+            fn make(&mut self, $attempt: Attempt) -> Option<Fut> {
+                let call = &mut self.0;
+                $make(call)
+            }
+        }
+
+        impl<F, S, T, E> StreamFactory for $name<F>
+        where
+            F: FnMut($($arg)?) -> closure_factory!(@made $made S),
+            S: Stream<Item = Result<T, E>>,
+        {
+            type Ok = T;
+            type Error = E;
+            type Stream = S;
+            const MAY_DECLINE: bool = $declines;
+
+            #[inline]
+            fn make(&mut self, $attempt: Attempt) -> Option<S> {
+                let call = &mut self.0;
+                $make(call)
+            }
+        }
+    };
+    (@made Copy $copy:ident) => { $copy };
+    (@made Option $copy:ident) => { Option<$copy> };
 }
 
-impl<F, Fut, T, E> Factory for AttemptFn<F>
-where
-    F: FnMut(Attempt) -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    type Ok = T;
-    type Error = E;
-    type Future = Fut;
-    const MAY_DECLINE: bool = false;
-
-    #[inline]
-    fn make(&mut self, attempt: Attempt) -> Option<Fut> {
-        Some((self.0)(attempt))
-    }
-}
-
-impl<F, Fut, T, E> Factory for DecliningFn<F>
-where
-    F: FnMut(Attempt) -> Option<Fut>,
-    Fut: Future<Output = Result<T, E>>,
-{
-    type Ok = T;
-    type Error = E;
-    type Future = Fut;
-
-    #[inline]
-    fn make(&mut self, attempt: Attempt) -> Option<Fut> {
-        (self.0)(attempt)
-    }
-}
-
-impl<F, S, T, E> StreamFactory for FactoryFn<F>
-where
-    F: FnMut() -> S,
-    S: Stream<Item = Result<T, E>>,
-{
-    type Ok = T;
-    type Error = E;
-    type Stream = S;
-    const MAY_DECLINE: bool = false;
-
-    #[inline]
-    fn make(&mut self, _attempt: Attempt) -> Option<S> {
-        Some((self.0)())
-    }
-}
-
-impl<F, S, T, E> StreamFactory for AttemptFn<F>
-where
-    F: FnMut(Attempt) -> S,
-    S: Stream<Item = Result<T, E>>,
-{
-    type Ok = T;
-    type Error = E;
-    type Stream = S;
-    const MAY_DECLINE: bool = false;
-
-    #[inline]
-    fn make(&mut self, attempt: Attempt) -> Option<S> {
-        Some((self.0)(attempt))
-    }
-}
-
-impl<F, S, T, E> StreamFactory for DecliningFn<F>
-where
-    F: FnMut(Attempt) -> Option<S>,
-    S: Stream<Item = Result<T, E>>,
-{
-    type Ok = T;
-    type Error = E;
-    type Stream = S;
-
-    #[inline]
-    fn make(&mut self, attempt: Attempt) -> Option<S> {
-        (self.0)(attempt)
-    }
-}
+closure_factory!(FactoryFn, _attempt, () -> Copy, |call: &mut F| Some(call()), false);
+closure_factory!(AttemptFn, attempt, (Attempt) -> Copy, |call: &mut F| Some(call(attempt)), false);
+closure_factory!(DecliningFn, attempt, (Attempt) -> Option, |call: &mut F| call(attempt), true);
 
 macro_rules! debug_non_exhaustive {
     ($($name:ident),*) => {$(
