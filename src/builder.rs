@@ -64,6 +64,14 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// mode follow observed latencies (with `delay` as its starting point); `parallel`,
 /// `fallback` and `delay_fn` turn it off.
 pub struct PolicyBuilder<T = DefaultTimer> {
+    settings: Chosen,
+    timer: T,
+}
+
+/// The settings chosen on a [`PolicyBuilder`], all but its timer: what `timer` carries over
+/// and `clone` copies, written once.
+#[derive(Clone)]
+struct Chosen {
     name: Option<Cow<'static, str>>,
     enabled: bool,
     max_copies: usize,
@@ -73,7 +81,6 @@ pub struct PolicyBuilder<T = DefaultTimer> {
     on_hedge: Option<HedgeHook>,
     catch_unwind: bool,
     replace_failed: bool,
-    timer: T,
     adaptive: Option<AdaptiveConfig>,
     min_delay: Duration,
     min_samples: u32,
@@ -96,21 +103,23 @@ impl PolicyBuilder {
     /// The defaults listed above, with the default timer.
     pub fn new() -> Self {
         PolicyBuilder {
-            name: None,
-            enabled: true,
-            max_copies: 2,
-            delays: Delays::Fixed(Duration::from_millis(10)),
-            max_delay: None,
-            hedge_probability: 1.0,
-            on_hedge: None,
-            catch_unwind: false,
-            replace_failed: false,
+            settings: Chosen {
+                name: None,
+                enabled: true,
+                max_copies: 2,
+                delays: Delays::Fixed(Duration::from_millis(10)),
+                max_delay: None,
+                hedge_probability: 1.0,
+                on_hedge: None,
+                catch_unwind: false,
+                replace_failed: false,
+                adaptive: None,
+                min_delay: DEFAULT_MIN_DELAY,
+                min_samples: DEFAULT_MIN_SAMPLES,
+                window: DEFAULT_WINDOW,
+                budget: None,
+            },
             timer: DefaultTimer::default(),
-            adaptive: None,
-            min_delay: DEFAULT_MIN_DELAY,
-            min_samples: DEFAULT_MIN_SAMPLES,
-            window: DEFAULT_WINDOW,
-            budget: None,
         }
     }
 }
@@ -134,7 +143,7 @@ impl<T> PolicyBuilder<T> {
     /// file) is kept once, with the policy. A call never touches the name unless it emits
     /// a `tracing` event.
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
-        self.name = Some(name.into());
+        self.settings.name = Some(name.into());
         self
     }
 
@@ -142,14 +151,14 @@ impl<T> PolicyBuilder<T> {
     /// its original alone until [`Policy::set_enabled(true)`](Policy::set_enabled). The
     /// kill switch of a configuration file (`enabled = false`). Default `true`.
     pub fn enabled(mut self, enabled: bool) -> Self {
-        self.enabled = enabled;
+        self.settings.enabled = enabled;
         self
     }
 
     /// The most copies a call may start, the original included. Clamped to
     /// `1..=`[`MAX_COPIES`](Self::MAX_COPIES): `0` becomes `1`, which turns hedging off.
     pub fn max_copies(mut self, max_copies: usize) -> Self {
-        self.max_copies = max_copies.clamp(1, Self::MAX_COPIES);
+        self.settings.max_copies = max_copies.clamp(1, Self::MAX_COPIES);
         self
     }
 
@@ -160,7 +169,7 @@ impl<T> PolicyBuilder<T> {
     /// Choose a delay near the backend's 95th-percentile latency: below its median,
     /// hedging mostly doubles the load.
     pub fn delay(mut self, delay: Duration) -> Self {
-        self.delays = Delays::Fixed(delay);
+        self.settings.delays = Delays::Fixed(delay);
         self
     }
 
@@ -168,23 +177,23 @@ impl<T> PolicyBuilder<T> {
     /// would pass it, the remaining copies start `max(delay / 4, 1 ms)` apart. A
     /// `max_delay` below a fixed [`delay`](Self::delay) is raised to that delay.
     pub fn max_delay(mut self, max_delay: Duration) -> Self {
-        self.max_delay = Some(max_delay);
+        self.settings.max_delay = Some(max_delay);
         self
     }
 
     /// Starts every copy at once (no timer is ever armed). Turns off
     /// [`adaptive_delay`](Self::adaptive_delay).
     pub fn parallel(mut self) -> Self {
-        self.delays = Delays::Fixed(Duration::ZERO);
-        self.adaptive = None;
+        self.settings.delays = Delays::Fixed(Duration::ZERO);
+        self.settings.adaptive = None;
         self
     }
 
     /// Sequential failover: the next copy starts only when every copy in flight has
     /// failed. No timer is ever armed. Turns off [`adaptive_delay`](Self::adaptive_delay).
     pub fn fallback(mut self) -> Self {
-        self.delays = Delays::Fallback;
-        self.adaptive = None;
+        self.settings.delays = Delays::Fallback;
+        self.settings.adaptive = None;
         self
     }
 
@@ -197,8 +206,8 @@ impl<T> PolicyBuilder<T> {
     where
         F: Fn(usize) -> Option<Duration> + Send + Sync + 'static,
     {
-        self.delays = Delays::PerCopy(Arc::new(delay_for));
-        self.adaptive = None;
+        self.settings.delays = Delays::PerCopy(Arc::new(delay_for));
+        self.settings.adaptive = None;
         self
     }
 
@@ -271,10 +280,10 @@ impl<T> PolicyBuilder<T> {
         } else {
             quantile.clamp(0.0, 1.0)
         };
-        if !matches!(self.delays, Delays::Fixed(_)) {
-            self.delays = Delays::Fixed(Duration::from_millis(10));
+        if !matches!(self.settings.delays, Delays::Fixed(_)) {
+            self.settings.delays = Delays::Fixed(Duration::from_millis(10));
         }
-        self.adaptive = Some(AdaptiveConfig {
+        self.settings.adaptive = Some(AdaptiveConfig {
             quantile,
             min_samples: 0,
             window: Duration::ZERO,
@@ -289,7 +298,7 @@ impl<T> PolicyBuilder<T> {
     /// The adaptive delay holds at most `u64::MAX - 1` nanoseconds (about 584 years): a
     /// longer `min_delay` or `max_delay` is clamped to that, so both stay exact bounds.
     pub fn min_delay(mut self, min_delay: Duration) -> Self {
-        self.min_delay = min_delay;
+        self.settings.min_delay = min_delay;
         self
     }
 
@@ -298,7 +307,7 @@ impl<T> PolicyBuilder<T> {
     /// estimate is published with the latency that makes that many, without waiting for
     /// its quarter window to complete. Default 100; `0` is clamped to `1`.
     pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
-        self.min_samples = samples.max(1);
+        self.settings.min_samples = samples.max(1);
         self
     }
 
@@ -308,21 +317,21 @@ impl<T> PolicyBuilder<T> {
     /// A shorter window follows a shifting workload sooner; it needs enough calls per
     /// window (see [`adaptive_min_samples`](Self::adaptive_min_samples)) to mean anything.
     pub fn adaptive_window(mut self, window: Duration) -> Self {
-        self.window = window.max(MIN_WINDOW);
+        self.settings.window = window.max(MIN_WINDOW);
         self
     }
 
     /// Bounds the extra copies of this policy (and every other policy given the same
     /// budget): see [`Budget`]. No budget by default.
     pub fn budget(mut self, budget: &Budget) -> Self {
-        self.budget = Some(budget.clone());
+        self.settings.budget = Some(budget.clone());
         self
     }
 
     /// The chance that a call may hedge at all, rolled once per call; a miss runs the
     /// original copy alone. Clamped to `0.0..=1.0`; NaN counts as `1.0`, the default.
     pub fn hedge_probability(mut self, probability: f64) -> Self {
-        self.hedge_probability = if probability.is_nan() {
+        self.settings.hedge_probability = if probability.is_nan() {
             1.0
         } else {
             probability.clamp(0.0, 1.0)
@@ -337,7 +346,7 @@ impl<T> PolicyBuilder<T> {
     where
         F: Fn(&Attempt) + Send + Sync + 'static,
     {
-        self.on_hedge = Some(Arc::new(hook));
+        self.settings.on_hedge = Some(Arc::new(hook));
         self
     }
 
@@ -350,7 +359,7 @@ impl<T> PolicyBuilder<T> {
     #[cfg(feature = "std")]
     #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     pub fn catch_unwind(mut self, catch_unwind: bool) -> Self {
-        self.catch_unwind = catch_unwind;
+        self.settings.catch_unwind = catch_unwind;
         self
     }
 
@@ -375,7 +384,7 @@ impl<T> PolicyBuilder<T> {
     /// # let _ = policy;
     /// ```
     pub fn replace_failed(mut self, replace_failed: bool) -> Self {
-        self.replace_failed = replace_failed;
+        self.settings.replace_failed = replace_failed;
         self
     }
 
@@ -389,21 +398,8 @@ impl<T> PolicyBuilder<T> {
     )]
     pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
         PolicyBuilder {
-            name: self.name,
-            enabled: self.enabled,
-            max_copies: self.max_copies,
-            delays: self.delays,
-            max_delay: self.max_delay,
-            hedge_probability: self.hedge_probability,
-            on_hedge: self.on_hedge,
-            catch_unwind: self.catch_unwind,
-            replace_failed: self.replace_failed,
+            settings: self.settings,
             timer,
-            adaptive: self.adaptive,
-            min_delay: self.min_delay,
-            min_samples: self.min_samples,
-            window: self.window,
-            budget: self.budget,
         }
     }
 
@@ -412,45 +408,47 @@ impl<T> PolicyBuilder<T> {
     where
         T: Timer,
     {
-        let (delays, max_delay) = match (self.delays, self.adaptive) {
+        let (delays, max_delay) = match (self.settings.delays, self.settings.adaptive) {
             (Delays::Fixed(fallback), Some(adaptive)) => {
                 let max_delay = self
+                    .settings
                     .max_delay
-                    .map(|max_delay| max_delay.max(self.min_delay));
+                    .map(|max_delay| max_delay.max(self.settings.min_delay));
                 let config = AdaptiveConfig {
-                    min_samples: self.min_samples,
-                    window: self.window,
+                    min_samples: self.settings.min_samples,
+                    window: self.settings.window,
                     ..adaptive
                 };
                 let upper = max_delay.unwrap_or(Duration::MAX);
-                let tracker = LatencyTracker::new(config, fallback, self.min_delay, upper);
+                let tracker = LatencyTracker::new(config, fallback, self.settings.min_delay, upper);
                 (Delays::Adaptive(Arc::new(tracker)), max_delay)
             }
             (Delays::Fixed(delay), _) => (
                 Delays::Fixed(delay),
-                self.max_delay.map(|max| max.max(delay)),
+                self.settings.max_delay.map(|max| max.max(delay)),
             ),
-            (delays, _) => (delays, self.max_delay),
+            (delays, _) => (delays, self.settings.max_delay),
         };
         Policy::from_settings(Settings {
-            name: self.name,
-            max_copies: self.max_copies,
+            name: self.settings.name,
+            max_copies: self.settings.max_copies,
             schedule: Schedule { delays, max_delay },
-            hedge_probability: self.hedge_probability,
-            rolls: self.max_copies > 1 && self.hedge_probability < 1.0,
-            enabled: AtomicBool::new(self.enabled),
-            on_hedge: self.on_hedge,
-            catch_unwind: self.catch_unwind,
-            replace_failed: self.replace_failed,
+            hedge_probability: self.settings.hedge_probability,
+            rolls: self.settings.max_copies > 1 && self.settings.hedge_probability < 1.0,
+            enabled: AtomicBool::new(self.settings.enabled),
+            on_hedge: self.settings.on_hedge,
+            catch_unwind: self.settings.catch_unwind,
+            replace_failed: self.settings.replace_failed,
             timer: self.timer,
             counters: Counters::new(),
             #[cfg(not(feature = "std"))]
             rng_seed: core::sync::atomic::AtomicU64::new(0x853c_49e6_748f_ea9b),
             throttle: self
+                .settings
                 .budget
                 .clone()
                 .filter(|budget| budget.counts_outcomes()),
-            budget: self.budget.map(PolicyBudget::new),
+            budget: self.settings.budget.map(PolicyBudget::new),
         })
     }
 }
@@ -458,21 +456,8 @@ impl<T> PolicyBuilder<T> {
 impl<T: Clone> Clone for PolicyBuilder<T> {
     fn clone(&self) -> Self {
         PolicyBuilder {
-            name: self.name.clone(),
-            enabled: self.enabled,
-            max_copies: self.max_copies,
-            delays: self.delays.clone(),
-            max_delay: self.max_delay,
-            hedge_probability: self.hedge_probability,
-            on_hedge: self.on_hedge.clone(),
-            catch_unwind: self.catch_unwind,
-            replace_failed: self.replace_failed,
+            settings: self.settings.clone(),
             timer: self.timer.clone(),
-            adaptive: self.adaptive,
-            min_delay: self.min_delay,
-            min_samples: self.min_samples,
-            window: self.window,
-            budget: self.budget.clone(),
         }
     }
 }
@@ -480,20 +465,23 @@ impl<T: Clone> Clone for PolicyBuilder<T> {
 impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PolicyBuilder")
-            .field("name", &self.name)
-            .field("enabled", &self.enabled)
-            .field("max_copies", &self.max_copies)
-            .field("delays", &self.delays)
-            .field("max_delay", &self.max_delay)
-            .field("hedge_probability", &self.hedge_probability)
-            .field("on_hedge", &self.on_hedge.is_some())
-            .field("catch_unwind", &self.catch_unwind)
-            .field("replace_failed", &self.replace_failed)
-            .field("adaptive", &self.adaptive.map(|adaptive| adaptive.quantile))
-            .field("min_delay", &self.min_delay)
-            .field("adaptive_min_samples", &self.min_samples)
-            .field("adaptive_window", &self.window)
-            .field("budget", &self.budget)
+            .field("name", &self.settings.name)
+            .field("enabled", &self.settings.enabled)
+            .field("max_copies", &self.settings.max_copies)
+            .field("delays", &self.settings.delays)
+            .field("max_delay", &self.settings.max_delay)
+            .field("hedge_probability", &self.settings.hedge_probability)
+            .field("on_hedge", &self.settings.on_hedge.is_some())
+            .field("catch_unwind", &self.settings.catch_unwind)
+            .field("replace_failed", &self.settings.replace_failed)
+            .field(
+                "adaptive",
+                &self.settings.adaptive.map(|adaptive| adaptive.quantile),
+            )
+            .field("min_delay", &self.settings.min_delay)
+            .field("adaptive_min_samples", &self.settings.min_samples)
+            .field("adaptive_window", &self.settings.window)
+            .field("budget", &self.settings.budget)
             .field("timer", &self.timer)
             .finish()
     }
