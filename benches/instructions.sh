@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per call of benches/overhead.rs cases, counted by valgrind's callgrind:
+# Instructions per call of benches/overhead/ cases, counted by valgrind's callgrind:
 # repeatable where wall-clock medians are noisy. Each case runs twice, with a few and with
 # many more calls; the difference divided by the extra calls is the per-call count, free
 # of the binary's start-up.
