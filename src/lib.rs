@@ -158,6 +158,7 @@ mod attempt;
 mod budget;
 mod builder;
 mod call_methods;
+mod cold;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod config;

@@ -12,8 +12,9 @@ use pin_project::pin_project;
 use super::copier::{judge, make, poll, Copier, RaceEntry};
 use super::drive::{Copies, Slot};
 use crate::attempt::{Attempt, Classify, Verdict};
+use crate::cold::Cold;
 use crate::policy::{AsPolicy, Settings};
-use crate::race::{Cold, End, Finished, Phase, Race};
+use crate::race::{End, Finished, Phase, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 

@@ -3,7 +3,6 @@
 
 use core::time::Duration;
 
-use super::{deadline, Race};
 use crate::policy::Settings;
 use crate::timer::Timer;
 
@@ -21,7 +20,7 @@ pub(crate) struct Clock<'t, Tm> {
     now: Option<Duration>,
     /// Whether the call's clock starts in this poll and has not been read: it reads zero,
     /// and the times the race takes from it count from the call's start (see
-    /// [`Race::resolve`]).
+    /// [`Race::resolve`](super::Race::resolve)).
     unread: bool,
 }
 
@@ -79,7 +78,7 @@ pub(super) struct Times {
     /// The deadline the timer is armed for.
     pub(super) armed_at: Option<Duration>,
     /// Whether these times count from the call's start, which was not read (see
-    /// [`Clock::new`]): zero is the start, until [`Race::resolve`].
+    /// [`Clock::new`]): zero is the start, until [`Race::resolve`](super::Race::resolve).
     pub(super) unread: bool,
 }
 
@@ -105,57 +104,20 @@ impl Times {
     }
 }
 
-impl<T, E> Race<T, E> {
-    /// Starts the call's clock unless it runs already.
-    pub(super) fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
-        self.times.get_or_insert_with(|| {
-            let now = clock.now();
-            Times {
-                first_start: now,
-                last_start: now,
-                latest_start: now,
-                next_due: Due::Unknown,
-                armed_at: None,
-                unread: clock.unread,
-            }
-        })
-    }
+/// `after` past `start`, or `None` if that saturates: past the end of time, it never comes.
+#[inline]
+pub(super) fn deadline(start: Duration, after: Duration) -> Option<Duration> {
+    start
+        .checked_add(after)
+        .filter(|deadline| *deadline < Duration::MAX)
+}
 
-    /// How far past the call's start the timer is armed, while the start is unread: the
-    /// first sleep, made without reading the clock, tells the start (`Timer::started`).
-    #[inline]
-    pub(crate) fn unread_start(&self) -> Option<Duration> {
-        match &self.times {
-            Some(times) if times.unread => times.armed_at,
-            _ => None,
-        }
-    }
-
-    /// The call's clock, which started unread, started at `start`: the times that counted
-    /// from it move onto the clock, as if it had been read then. Whatever saturates is past
-    /// the end of time.
-    #[cold]
-    pub(crate) fn resolve(&mut self, start: Duration) {
-        let Some(times) = self.times.as_mut().filter(|times| times.unread) else {
-            return;
-        };
-        times.unread = false;
-        times.first_start = start;
-        times.last_start = start.saturating_add(times.last_start);
-        times.latest_start = start.saturating_add(times.latest_start);
-        if let Due::At(due) = times.next_due {
-            times.next_due = deadline(start, due).map_or(Due::Never, Due::At);
-        }
-        times.armed_at = times
-            .armed_at
-            .and_then(|armed_at| deadline(start, armed_at));
-    }
-
-    /// The deadline the timer is armed for, once the call's clock was read.
-    pub(crate) fn armed_at(&self) -> Option<Duration> {
-        self.times
-            .as_ref()
-            .filter(|times| !times.unread)
-            .and_then(|times| times.armed_at)
+/// The sooner of two deadlines, either of which may be missing.
+#[inline]
+pub(super) fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }

@@ -3,41 +3,15 @@
 
 use core::time::Duration;
 
-#[cfg(feature = "std")]
-use super::Panic;
-use super::{Clock, Due, End, Finished, Race};
+use super::clock::{Clock, Due};
+use super::kept::Lost;
+use super::outcome::{End, Finished};
+use super::Race;
 use crate::attempt::{Classify, Verdict};
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
-
-/// A finished copy kept in case no copy wins.
-pub(super) struct Kept<T, E> {
-    index: u8,
-    lost: Lost<T, E>,
-}
-
-/// How a kept copy finished without winning.
-enum Lost<T, E> {
-    Withdrawn(Result<T, E>),
-    #[cfg(feature = "std")]
-    Panicked(Panic),
-    Failed(Result<T, E>),
-}
-
-impl<T, E> Lost<T, E> {
-    /// Which end the race returns first when none wins: a failure, then a caught panic,
-    /// then a withdrawn result.
-    fn rank(&self) -> u8 {
-        match self {
-            Lost::Withdrawn(_) => 0,
-            #[cfg(feature = "std")]
-            Lost::Panicked(_) => 1,
-            Lost::Failed(_) => 2,
-        }
-    }
-}
 
 impl<T, E> Race<T, E> {
     /// The verdict on a finished copy; `None` when it left without a result.
@@ -106,7 +80,7 @@ impl<T, E> Race<T, E> {
             Verdict::Win => unreachable!("`Race::settle` ends a race that was won"),
             Verdict::Fatal => Some(End::Failed(result)),
             Verdict::Withdraw => {
-                self.keep(index, Lost::Withdrawn(result));
+                self.kept.keep(index, Lost::Withdrawn(result));
                 None
             }
             Verdict::Retry => {
@@ -171,7 +145,7 @@ impl<T, E> Race<T, E> {
             self.owed = self.owed.saturating_add(1);
         }
         if let Some(lost) = lost {
-            self.keep(index, lost);
+            self.kept.keep(index, lost);
         }
     }
 
@@ -189,43 +163,6 @@ impl<T, E> Race<T, E> {
     fn release_all_slots<Tm>(&mut self, settings: &Settings<Tm>) {
         settings.release_slots(self.slots.count_ones());
         self.slots = 0;
-    }
-
-    /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
-    /// lower index wins.
-    fn keep(&mut self, index: usize, lost: Lost<T, E>) {
-        let better = match &self.kept.0 {
-            None => true,
-            Some(kept) => {
-                (lost.rank(), core::cmp::Reverse(index))
-                    > (kept.lost.rank(), core::cmp::Reverse(kept.index.into()))
-            }
-        };
-        if better {
-            self.kept.0 = Some(Kept {
-                index: index as u8,
-                lost,
-            });
-        }
-    }
-
-    /// How the race ends when every copy finished and none won.
-    pub(super) fn give_up(&mut self) -> End<T, E> {
-        match self.kept.0.take().map(|kept| kept.lost) {
-            Some(Lost::Failed(result) | Lost::Withdrawn(result)) => End::Failed(result),
-            #[cfg(feature = "std")]
-            Some(Lost::Panicked(panic)) => End::Panicked(panic),
-            None => End::Empty,
-        }
-    }
-
-    /// How the race ends when its total timeout passed: the kept failure, if a real one,
-    /// else the call's `Elapsed` error.
-    pub(super) fn time_out_call<D: Deadlines<E>>(&mut self, deadlines: &D) -> End<T, E> {
-        match self.kept.0.take().map(|kept| kept.lost) {
-            Some(Lost::Failed(result)) => End::Failed(result),
-            _ => End::Failed(Err(deadlines.elapsed())),
-        }
     }
 
     /// Records the end of the race once the poller dropped its copies (all of them, or
@@ -251,7 +188,7 @@ impl<T, E> Race<T, E> {
             self.release_all_slots(settings);
         }
         // A failure kept in case no copy won goes with the other losers.
-        self.kept.0 = None;
+        self.kept.clear();
         let (outcome, hedge_win) = match end {
             End::Won { index, .. } => {
                 crate::trace::won(&settings.name, *index, self.launched.into());

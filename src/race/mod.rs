@@ -4,9 +4,12 @@
 //! Nothing here knows about futures or streams. [`Hedge`](crate::Hedge) and
 //! [`HedgeStream`](crate::HedgeStream) poll their copies and their one timer (through
 //! `copies::Copies::drive`), report what they saw, and ask [`Race::next`] what to do.
+//!
+//! `mod.rs` holds [`Race`] and its decisions; `ending.rs` adds how a copy leaves the race
+//! and how it ends. The parts they share are leaves that import neither: `outcome.rs`
+//! ([`Finished`], [`End`]), `kept.rs` (the failure kept in case no copy wins) and
+//! `clock.rs` (the call's clock and its times).
 
-#[cfg(feature = "std")]
-use alloc::boxed::Box;
 use core::time::Duration;
 
 use crate::attempt::Attempt;
@@ -17,38 +20,13 @@ use crate::timer::Timer;
 
 mod clock;
 mod ending;
+mod kept;
+mod outcome;
 
 pub(crate) use self::clock::Clock;
-use self::clock::{Due, Times};
-use self::ending::Kept;
-
-/// A panic caught under `catch_unwind`, resumed if the race has nothing else to return.
-#[cfg(feature = "std")]
-pub(crate) type Panic = Box<dyn core::any::Any + Send>;
-
-/// How a copy left the race.
-pub(crate) enum Finished<T, E> {
-    /// Its result: a future's output, or a stream's first item.
-    Item(Result<T, E>),
-    /// A stream that ended before its first item: a failure with no error to keep.
-    Ended,
-    /// A panic caught under `catch_unwind`: a failure.
-    #[cfg(feature = "std")]
-    Panicked(Panic),
-}
-
-/// How a race ends.
-pub(crate) enum End<T, E> {
-    /// Copy `index` won with `result`.
-    Won { index: usize, result: Result<T, E> },
-    /// A fatal result, or the kept failure (or withdrawn result) once no copy can win.
-    Failed(Result<T, E>),
-    /// Every copy ended with neither an item nor an error (streams only).
-    Empty,
-    /// The lowest-index caught panic, when nothing else is left to return.
-    #[cfg(feature = "std")]
-    Panicked(Panic),
-}
+use self::clock::{deadline, sooner, Due, Times};
+use self::kept::Kept;
+pub(crate) use self::outcome::{End, Finished};
 
 /// What the race asks its poller to do next.
 pub(crate) enum Next<T, E> {
@@ -126,7 +104,7 @@ pub(crate) struct Race<T, E> {
     times: Option<Times>,
     /// The lowest-index failure, or failing that the lowest-index caught panic, or the
     /// lowest-index withdrawn result.
-    kept: Cold<Kept<T, E>>,
+    kept: Kept<T, E>,
 }
 
 impl<T, E> Race<T, E> {
@@ -145,7 +123,7 @@ impl<T, E> Race<T, E> {
             in_flight: 1,
             slots: 0,
             times: None,
-            kept: Cold(None),
+            kept: Kept::new(),
         }
     }
 
@@ -199,7 +177,7 @@ impl<T, E> Race<T, E> {
         let can_start = self.launched < self.max_copies;
         if !can_start {
             if self.in_flight == 0 {
-                return Next::End(self.give_up());
+                return Next::End(self.kept.give_up());
             }
             if deadlines.attempt().is_none() && deadlines.total().is_none() {
                 // Hedging off, or every copy started: only the copies can end the call.
@@ -236,7 +214,7 @@ impl<T, E> Race<T, E> {
         let Some(earliest) = sooner(sooner(due, attempt_deadline), total_deadline) else {
             return if self.in_flight == 0 {
                 // Held by a pushback to the end of time: nothing will ever start.
-                Next::End(self.give_up())
+                Next::End(self.kept.give_up())
             } else {
                 Next::Wait
             };
@@ -246,7 +224,7 @@ impl<T, E> Race<T, E> {
         }
         let now = clock.now();
         if total_deadline.is_some_and(|deadline| now >= deadline) {
-            return Next::End(self.time_out_call(deadlines));
+            return Next::End(self.kept.time_out(|| deadlines.elapsed()));
         }
         if let (Some(attempt), Some(deadline)) = (deadlines.attempt(), attempt_deadline) {
             if now >= deadline {
@@ -374,39 +352,57 @@ impl<T, E> Race<T, E> {
     }
 }
 
-/// An `Option` whose value is dropped out of line, so the drop of what holds it stays
-/// small.
-pub(crate) struct Cold<T>(pub(crate) Option<T>);
+impl<T, E> Race<T, E> {
+    /// Starts the call's clock unless it runs already.
+    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
+        self.times.get_or_insert_with(|| {
+            let now = clock.now();
+            Times {
+                first_start: now,
+                last_start: now,
+                latest_start: now,
+                next_due: Due::Unknown,
+                armed_at: None,
+                unread: clock.is_unread(),
+            }
+        })
+    }
 
-impl<T> Drop for Cold<T> {
+    /// How far past the call's start the timer is armed, while the start is unread: the
+    /// first sleep, made without reading the clock, tells the start (`Timer::started`).
     #[inline]
-    fn drop(&mut self) {
-        if let Some(value) = self.0.take() {
-            drop_cold(value);
+    pub(crate) fn unread_start(&self) -> Option<Duration> {
+        match &self.times {
+            Some(times) if times.unread => times.armed_at,
+            _ => None,
         }
     }
-}
 
-#[cold]
-#[inline(never)]
-fn drop_cold<T>(value: T) {
-    drop(value);
-}
+    /// The call's clock, which started unread, started at `start`: the times that counted
+    /// from it move onto the clock, as if it had been read then. Whatever saturates is past
+    /// the end of time.
+    #[cold]
+    pub(crate) fn resolve(&mut self, start: Duration) {
+        let Some(times) = self.times.as_mut().filter(|times| times.unread) else {
+            return;
+        };
+        times.unread = false;
+        times.first_start = start;
+        times.last_start = start.saturating_add(times.last_start);
+        times.latest_start = start.saturating_add(times.latest_start);
+        if let Due::At(due) = times.next_due {
+            times.next_due = deadline(start, due).map_or(Due::Never, Due::At);
+        }
+        times.armed_at = times
+            .armed_at
+            .and_then(|armed_at| deadline(start, armed_at));
+    }
 
-/// `after` past `start`, or `None` if that saturates: past the end of time, it never comes.
-#[inline]
-fn deadline(start: Duration, after: Duration) -> Option<Duration> {
-    start
-        .checked_add(after)
-        .filter(|deadline| *deadline < Duration::MAX)
-}
-
-/// The sooner of two deadlines, either of which may be missing.
-#[inline]
-fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, None) => a,
-        (None, b) => b,
+    /// The deadline the timer is armed for, once the call's clock was read.
+    pub(crate) fn armed_at(&self) -> Option<Duration> {
+        self.times
+            .as_ref()
+            .filter(|times| !times.unread)
+            .and_then(|times| times.armed_at)
     }
 }
