@@ -26,13 +26,55 @@
 //!
 //! # Which requests are counted
 //!
-//! A request [`HedgedMethods::hedges`] says no to is outside the layer's scope. One it
-//! says yes to is the layer's to hedge, and counted in the policy's stats even when it
-//! is sent once (a body that cannot be replayed, a copy declined). What an integration
-//! does with a request outside its scope is still its own: `hedging-http` sends it once
-//! through the race and counts it, `reqwest-hedging` passes it on uncounted.
+//! One rule for every integration (`hedging-http` and its gRPC layers, `reqwest-hedging`,
+//! `hedging-object-store`, and yours), so that a policy's [`Stats`](hedging::Stats) mean
+//! the same behind each:
+//!
+//! - **A request the layer was asked to hedge is a call.** It goes through the race and
+//!   is counted in `calls`, with its outcome, even when it is sent once: a body that
+//!   cannot be replayed (a stream, a body over the replay cap), a copy the layer
+//!   declines, a policy of one copy or switched off.
+//! - **Any other request is out of the layer's scope.** It bypasses the race (no body
+//!   buffered, no timer, the inner service's own future) and is counted once in
+//!   `out_of_scope` ([`Policy::count_out_of_scope`](hedging::Policy::count_out_of_scope)),
+//!   never in `calls`.
+//!
+//! | integration | a call | out of scope |
+//! |---|---|---|
+//! | `hedging-http`, `HttpHedgeLayer` | a method [`HedgedMethods::hedges`] (`GET`, `HEAD`, `OPTIONS` by default) | any other method (`POST`), a [`NoHedge`] request |
+//! | `hedging-http`, `grpc::GrpcHedgeLayer` | a method the layer names (`.methods`, `.all_methods`) | a method no name matches, a [`NoHedge`] call |
+//! | `reqwest-hedging`, `HedgeMiddleware` | as `HttpHedgeLayer` | as `HttpHedgeLayer` |
+//! | `hedging-object-store`, `HedgedStore` | a read: `get_opts` (`get`, `get_range`, `head`), `get_ranges` | every other method (writes, lists, deletes, copies, renames), once per call of it |
+//!
+//! So `hedges / calls` is the extra requests per call a layer hedges, whatever share of
+//! the traffic it passes by; `out_of_scope` says how much that is. An integration of
+//! your own keeps the rule with [`HedgedMethods::hedges`] and one line, as the quick
+//! start of this crate's README does:
+//!
+//! ```
+//! # use hedging::{Policy, timer::ManualTimer};
+//! # use hedging_http_rules::HedgedMethods;
+//! # let policy = Policy::builder().timer(ManualTimer::new()).build();
+//! # let methods = HedgedMethods::default();
+//! # let request = http::Request::post("http://example.com/").body(()).unwrap();
+//! if !methods.hedges(request.method(), request.extensions()) {
+//!     policy.count_out_of_scope(); // then send it as it is, not through the race
+//! }
+//! # assert_eq!(policy.stats().out_of_scope, 1);
+//! ```
+//!
+//! # Features
+//!
+//! - `tokio`: `hedging::timer::TokioTimer`, through the [`hedging`] re-export, for the
+//!   policies of an integration on tokio (a test's paused tokio clock drives it; the
+//!   default `FuturesTimer` follows the real clock).
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
+
+/// The core crate, re-exported: name [`Policy`](hedging::Policy), the timers and
+/// [`Verdict`](hedging::Verdict) through it (`hedging_http_rules::hedging::Policy`), and
+/// they are always the version this crate was built with.
+pub use hedging;
 
 mod retry_after;
 mod scope;

@@ -2,14 +2,18 @@
 //! requests over any `tower::Service<http::Request<B>>`.
 
 use std::fmt;
+use std::future::Future;
 use std::mem;
-use std::task::{Context, Poll};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
+use futures_core::FusedFuture;
 use hedging::timer::Timer;
 use hedging::tower::HedgeLayer;
 use hedging::{Attempt, Classify, Policy};
 use http::{Method, Request, Response};
 use http_body::Body;
+use pin_project::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -123,6 +127,11 @@ impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
 /// It takes `http::Request<B>` and hands the inner service `http::Request<ReplayBody<B>>`
 /// (see [`ReplayBody`]); its response and error types are the inner service's own. The
 /// inner service must be `Clone`: each hedge drives a clone of it to readiness.
+///
+/// A request of a method the layer hedges, without [`NoHedge`](crate::NoHedge), is a
+/// call: it goes through the race and counts in the policy's `calls`. Any other request
+/// goes straight to the inner service (its body not read) and counts in the policy's
+/// [`out_of_scope`](hedging::Stats::out_of_scope).
 pub struct HttpHedge<S, T, K = DefaultVerdict> {
     inner: S,
     layer: HttpHedgeLayer<T, K>,
@@ -149,10 +158,11 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let layer = &self.layer;
+        if !layer.methods.hedges(request.method(), request.extensions()) {
+            return out_of_scope(&mut self.inner, &layer.policy, request);
+        }
         // A call that cannot hedge leaves its body alone.
-        let hedged = layer.policy.max_copies() > 1
-            && layer.methods.hedges(request.method(), request.extensions());
-        let request = request.map(|body| match hedged {
+        let request = request.map(|body| match layer.policy.max_copies() > 1 {
             true => ReplayBody::read(body, layer.max_replay_bytes),
             false => ReplayBody::once(body),
         });
@@ -180,7 +190,8 @@ pub(crate) struct Copies<Req> {
 
 /// Sends `request` through the core's race, each copy judged by `classify`: the instance
 /// of `inner` that `poll_ready` readied sends the original, and the core readies a clone
-/// of it for each hedge.
+/// of it for each hedge. The call is one of the policy's `calls`, even when it is sent
+/// once.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,
@@ -196,12 +207,36 @@ where
 {
     let unready = inner.clone();
     let ready = mem::replace(inner, unready);
-    HedgeLayer::new(policy.clone())
+    let race = HedgeLayer::new(policy.clone())
         .clone_request(copies.copy)
         .classify(classify)
         .max_copies(copies.max_copies)
         .layer(ready)
-        .call(request)
+        .call(request);
+    ResponseFuture {
+        state: State::Race { race },
+    }
+}
+
+/// Sends a request outside the layer's scope straight to `inner`, the instance
+/// `poll_ready` readied: no race, no timer, its body not read. It is counted in the
+/// policy's [`out_of_scope`](hedging::Stats::out_of_scope), not in its `calls` (the rule
+/// every integration keeps: <https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted>).
+pub(crate) fn out_of_scope<S, B, T, K>(
+    inner: &mut S,
+    policy: &Policy<T>,
+    request: Request<B>,
+) -> ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    policy.count_out_of_scope();
+    let response = inner.call(request.map(ReplayBody::once));
+    ResponseFuture {
+        state: State::OutOfScope { response },
+    }
 }
 
 /// How a layer copies a request for attempt `n`; `None` sends the request once.
@@ -223,15 +258,110 @@ pub(crate) fn copy_request<B: Body>(
     Some(copy)
 }
 
-/// The response future of [`HttpHedge`]: the core's race over copies of one request
-/// ([`hedging::tower::ResponseFuture`]), its output the inner service's own.
-pub type ResponseFuture<S, B, T, K> = hedging::tower::ResponseFuture<
+/// The race over copies of one request: the core's [`hedging::tower::ResponseFuture`].
+type Race<S, B, T, K> = hedging::tower::ResponseFuture<
     S,
     Request<ReplayBody<B>>,
     T,
     CopyRequest<Request<ReplayBody<B>>>,
     K,
 >;
+
+/// The response future of [`HttpHedge`] (and of the gRPC layers): the core's race over
+/// copies of a request the layer hedges, or the inner service's own future for a request
+/// outside its scope. Its output is the inner service's.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    #[pin]
+    state: State<S, B, T, K>,
+}
+
+// The race is the common case: boxing it to shrink the other variants would allocate on
+// every hedged call.
+#[allow(clippy::large_enum_variant)]
+#[pin_project(project = StateProj)]
+enum State<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    /// A call the layer hedges, sent once or more.
+    Race {
+        #[pin]
+        race: Race<S, B, T, K>,
+    },
+    /// A request outside the layer's scope, sent to the inner service as it is.
+    OutOfScope {
+        #[pin]
+        response: S::Future,
+    },
+    /// The request outside the scope answered.
+    Done,
+}
+
+impl<S, B, T, K> Future for ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error>,
+{
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        match state.as_mut().project() {
+            StateProj::Race { race } => race.poll(cx),
+            StateProj::OutOfScope { response } => {
+                let output = ready!(response.poll(cx));
+                state.set(State::Done);
+                Poll::Ready(output)
+            }
+            StateProj::Done => panic!("`ResponseFuture` polled after completion"),
+        }
+    }
+}
+
+impl<S, B, T, K> FusedFuture for ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    K: Classify<S::Response, S::Error>,
+{
+    fn is_terminated(&self) -> bool {
+        match &self.state {
+            State::Race { race } => race.is_terminated(),
+            State::OutOfScope { .. } => false,
+            State::Done => true,
+        }
+    }
+}
+
+impl<S, B, T, K> fmt::Debug for ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Race { .. } => "race",
+            State::OutOfScope { .. } => "out of scope",
+            State::Done => "done",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
 
 impl<S: Clone, T, K: Clone> Clone for HttpHedge<S, T, K> {
     fn clone(&self) -> Self {

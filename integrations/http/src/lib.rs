@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use hedging::{timer::TokioTimer, Policy};
+//! use hedging_http::hedging::{timer::TokioTimer, Policy}; // the core, re-exported
 //! use hedging_http::HttpHedgeLayer;
 //! use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 //! use tower::ServiceBuilder;
@@ -26,12 +26,20 @@
 //!
 //! # What is hedged, what is sent once
 //!
-//! A request is hedged when its method is one the layer names (for gRPC: its method is
-//! named), it carries no [`NoHedge`] extension, and its body was read whole while its
-//! frames were ready, within `max_replay_bytes` (64 KiB by default). Anything else is
-//! sent once, unhedged, with nothing lost (the frames read so far go first, then the
-//! rest of the body), and still counted in the policy's stats. A body that is still
+//! A request is the layer's to hedge when its method is one the layer names (for gRPC:
+//! its method is named) and it carries no [`NoHedge`] extension. It goes through the
+//! race and is one of the policy's `calls`, and it is hedged when its body was read
+//! whole while its frames were ready, within `max_replay_bytes` (64 KiB by default).
+//! One whose body cannot be replayed is still a call, sent once, with nothing lost (the
+//! frames read so far go first, then the rest of the body). A body that is still
 //! pending when the call is made (a stream, an upload) is never waited for.
+//!
+//! Any other request (a `POST`, a request carrying [`NoHedge`]) is outside the layer's
+//! scope: it goes straight to the inner service, its body not read, no race, no timer,
+//! and is counted in the policy's [`out_of_scope`](hedging::Stats::out_of_scope), not in
+//! its `calls`, so `hedges / calls` is the share of hedged calls behind every
+//! integration. The rule, for every integration:
+//! [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 //!
 //! Each copy is a fresh `http::Request` with the same method, URI, version and headers,
 //! its own copy of the request's extensions, and the body replayed with the original's
@@ -51,13 +59,36 @@
 //!
 //! # gRPC with tonic
 //!
-//! The layers hand the inner service `http::Request<ReplayBody<B>>`. A hyper-util
-//! `Client` takes any body, so it goes right under the layer; a tonic `Channel` takes its
-//! own body type, so one `map_request` goes between:
+//! With the feature `tonic`, `GrpcHedgeLayer::for_tonic()` makes the layer that goes
+//! right in front of a tonic `Channel` (`grpc::tonic::TonicHedgeLayer`): its service
+//! takes and hands on tonic's own body type.
+//!
+#![cfg_attr(feature = "tonic", doc = "```")]
+#![cfg_attr(not(feature = "tonic"), doc = "```ignore")]
+//! use std::time::Duration;
+//! use hedging_http::grpc::GrpcHedgeLayer;
+//! use hedging_http::hedging::{timer::TokioTimer, Policy};
+//! use tower::ServiceBuilder;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let policy = Policy::builder().delay(Duration::from_millis(10)).timer(TokioTimer::new()).build();
+//! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:50051").connect_lazy();
+//! let channel = ServiceBuilder::new()
+//!     .layer(GrpcHedgeLayer::new(policy).methods(["shop.Catalog"]).for_tonic())
+//!     .service(channel);
+//! let grpc = tonic::client::Grpc::new(channel); // or any generated client: CatalogClient::new(channel)
+//! # let _ = grpc; }
+//! ```
+//!
+//! Without the feature the layers hand the inner service `http::Request<ReplayBody<B>>`.
+//! A hyper-util `Client` takes any body, so it goes right under the layer; a tonic
+//! `Channel` takes only its own body type, so one `map_request` goes between (forget it,
+//! and the call fails to compile with E0277, "expected `tonic::body::Body`, found
+//! `ReplayBody<tonic::body::Body>`"):
 //!
 //! ```
 //! use std::time::Duration;
-//! use hedging::{timer::TokioTimer, Policy};
+//! use hedging_http::hedging::{timer::TokioTimer, Policy};
 //! use hedging_http::{grpc::GrpcHedgeLayer, ReplayBody};
 //! use tonic::body::Body;
 //! use tower::ServiceBuilder;
@@ -78,11 +109,16 @@
 //! - The inner service is `Clone` (each hedge drives a clone of it to readiness): put
 //!   one that is not behind tower's `Buffer`.
 //! - The request body is `Unpin`: box one that is not (`http_body_util::BodyExt::boxed`).
-//! - Pass the policy a timer that fits the runtime: `hedging::timer::TokioTimer` (feature
-//!   `tokio` of `hedging`) on tokio.
+//! - Pass the policy a timer that fits the runtime: `hedging::timer::TokioTimer`
+//!   (feature `tokio`) on tokio, so that a test's paused tokio clock drives the hedges;
+//!   the default `FuturesTimer` follows the real clock, paused or not.
 //!
 //! # Features
 //!
+//! - `tokio`: `hedging::timer::TokioTimer`, through the [`hedging`] re-export.
+//! - `tonic`: `grpc::tonic`, the gRPC layer in front of a tonic `Channel`
+//!   (`GrpcHedgeLayer::for_tonic()`); brings `tokio` too. The default build depends on
+//!   no gRPC library.
 //! - `tracing`: an `INFO` event naming each gRPC method a layer passed through outside
 //!   its scope, once per method; and the core's `tracing` events.
 //! - `service-config`: `grpc::ServiceConfig`, gRPC's service config read from its JSON,
@@ -96,6 +132,11 @@ mod body;
 pub mod grpc;
 mod hedge;
 mod verdict;
+
+/// The core crate, re-exported: name [`Policy`](hedging::Policy), the timers and
+/// [`Stats`](hedging::Stats) through it (`hedging_http::hedging::Policy`), and they are
+/// always the version this crate was built with.
+pub use hedging;
 
 pub use crate::body::ReplayBody;
 pub use crate::hedge::{HttpHedge, HttpHedgeLayer, ResponseFuture};

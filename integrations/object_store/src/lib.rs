@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use hedging::{timer::TokioTimer, Policy};
+//! use hedging_object_store::hedging::{timer::TokioTimer, Policy}; // the core, re-exported
 //! use hedging_object_store::HedgedStore;
 //! use object_store::{memory::InMemory, path::Path, ObjectStoreExt};
 //!
@@ -37,6 +37,13 @@
 //! | the same, answering more than the limit | to the first byte: the first copy whose body yields its first bytes wins, and the rest of its body streams from that copy alone |
 //! | [`get_ranges`](ObjectStore::get_ranges) | through the last byte of every range |
 //! | writes, lists, deletes, copies, renames | not at all: forwarded to the inner store |
+//!
+//! Each read is a call, counted in the policy's `calls`. Every other method is outside
+//! the store's scope: forwarded as it is, and counted once per call of the method in
+//! the policy's [`out_of_scope`](hedging::Stats::out_of_scope) (however many requests
+//! the inner store makes for it: a multipart upload's parts, a list's pages), so
+//! `hedges / calls` is the extra requests per read. The rule is every integration's:
+//! [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 //!
 //! A read answering more than the limit is not buffered: once its first bytes arrive it
 //! is committed to one copy, and a stall later in its body is not hedged. Whether a read
@@ -80,6 +87,12 @@
 //! Hedged reads are safe to send twice; writes are never hedged. Stores with their own
 //! retries (the cloud stores' `RetryConfig`) retry inside each copy: keep their retry
 //! timeout above the hedge delay, or a copy gives up before its hedge could win.
+//!
+//! # Features
+//!
+//! - `tokio`: `hedging::timer::TokioTimer`, through the [`hedging`] re-export: the
+//!   timer for the cloud stores, which run on tokio, so that a test's paused tokio clock
+//!   drives the hedges (the default `FuturesTimer` follows the real clock).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
@@ -98,6 +111,11 @@ use object_store::{
     ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
     Result,
 };
+
+/// The core crate, re-exported: name [`Policy`], the timers and [`Stats`](hedging::Stats)
+/// through it (`hedging_object_store::hedging::Policy`), and they are always the version
+/// this crate was built with.
+pub use hedging;
 
 /// The default [`HedgedStore::buffer_limit`]: 1 MiB.
 pub const DEFAULT_BUFFER_LIMIT: usize = 1 << 20;
@@ -276,6 +294,7 @@ where
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
+        self.policy.count_out_of_scope();
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -284,6 +303,7 @@ where
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
+        self.policy.count_out_of_scope();
         self.inner.put_multipart_opts(location, opts).await
     }
 
@@ -316,10 +336,12 @@ where
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
+        self.policy.count_out_of_scope();
         self.inner.delete_stream(locations)
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.policy.count_out_of_scope();
         self.inner.list(prefix)
     }
 
@@ -328,18 +350,22 @@ where
         prefix: Option<&Path>,
         offset: &Path,
     ) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.policy.count_out_of_scope();
         self.inner.list_with_offset(prefix, offset)
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.policy.count_out_of_scope();
         self.inner.list_with_delimiter(prefix).await
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.policy.count_out_of_scope();
         self.inner.copy_opts(from, to, options).await
     }
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
+        self.policy.count_out_of_scope();
         self.inner.rename_opts(from, to, options).await
     }
 }

@@ -7,7 +7,7 @@
 //! Gauges read, at the same time, the delay in effect, the kill switch and the budget.
 //!
 //! ```
-//! use hedging::{timer::TokioTimer, Policy};
+//! use hedging_opentelemetry::hedging::{timer::TokioTimer, Policy}; // the core, re-exported
 //! use opentelemetry::global;
 //!
 //! let reads = Policy::builder()
@@ -59,7 +59,11 @@
 //! - *Are the hedges winning?* `hedging.hedge_wins / hedging.hedges`: the share of hedges
 //!   that came back first. Near zero, the delay is too short (hedges start while the
 //!   original is about to answer); near one, every hedge pays for itself.
-//! - *What does hedging cost?* `hedging.hedges / hedging.calls`: extra requests per call.
+//! - *What does hedging cost?* `hedging.hedges / hedging.calls`: extra requests per call
+//!   a layer was asked to hedge. Requests a layer passed by, outside its scope (a `POST`,
+//!   a `NoHedge` request, an object-store write), are in `hedging.out_of_scope`, never in
+//!   `hedging.calls`, by one rule in every integration:
+//!   [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 //! - *Is the budget biting?* `hedging.budget.denials` above zero: hedges it refused;
 //!   `hedging.budget.tokens` near zero says it is about to.
 //! - *What is it set to?* `hedging.delay` against the backend's latency percentiles, and
@@ -82,6 +86,12 @@
 //! two registrations of one policy, or two unnamed policies, report the same attribute
 //! set twice. [`Policy::reset_stats`] makes the counters fall, which a backend reads as a
 //! counter reset; do not reset a policy whose stats are exported.
+//!
+//! # Features
+//!
+//! - `tokio`: `hedging::timer::TokioTimer`, through the [`hedging`] re-export: the
+//!   timer for tokio, so that a test's paused tokio clock drives the hedges (the default
+//!   `FuturesTimer` follows the real clock).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
@@ -90,6 +100,11 @@ use hedging::timer::Timer;
 use hedging::{Policy, Stats};
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 use opentelemetry::KeyValue;
+
+/// The core crate, re-exported: name [`Policy`], the timers and [`Stats`] through it
+/// (`hedging_opentelemetry::hedging::Policy`), and they are always the version this
+/// crate was built with.
+pub use hedging;
 
 /// The attribute that names the policy on every data point.
 pub const POLICY_NAME: &str = "hedging.policy.name";

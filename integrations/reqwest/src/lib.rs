@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use hedging::{timer::TokioTimer, Policy};
+//! use reqwest_hedging::hedging::{timer::TokioTimer, Policy}; // the core, re-exported
 //! use reqwest_hedging::HedgeMiddleware;
 //! use reqwest_middleware::ClientBuilder;
 //!
@@ -21,12 +21,18 @@
 //! # What is hedged
 //!
 //! - GET, HEAD and OPTIONS requests ([`HedgeMiddleware::methods`] changes the list),
-//!   unless they carry the [`NoHedge`] extension.
+//!   unless they carry the [`NoHedge`] extension: each is a call, counted in the
+//!   policy's `calls`.
 //! - Up to the response headers: the first copy whose response wins is returned and the
 //!   others are dropped (their connections closed). Its body then streams from that copy
 //!   alone; a stall in the body is not hedged.
-//! - Not a request whose body cannot be copied (`Body::wrap_stream`): it is sent once,
-//!   and counted in the policy's stats as a call that never hedged.
+//! - Not a request whose body cannot be copied (`Body::wrap_stream`): it is still a
+//!   call, sent once, and counted in `calls` as a call that never hedged.
+//! - Any other request (a `POST`, a `NoHedge` request) is outside the middleware's
+//!   scope: it passes on to the rest of the chain untouched and is counted in the
+//!   policy's [`out_of_scope`](hedging::Stats::out_of_scope), not in `calls`, so
+//!   `hedges / calls` is the extra requests per hedged call. The rule is every
+//!   integration's: [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 //!
 //! A `Retry-After` holds the next copy only while one can still be sent: on the last
 //! copy a call may send (the policy's `max_copies`, or the only copy of a request that
@@ -71,8 +77,13 @@
 //!
 //! # Runtime
 //!
-//! reqwest runs on tokio: give the policy `hedging::timer::TokioTimer` (feature `tokio`
-//! of `hedging`), and tests can drive hedges with tokio's paused clock.
+//! reqwest runs on tokio: give the policy `hedging::timer::TokioTimer` (this crate's
+//! feature `tokio`), and tests can drive hedges with tokio's paused clock; the default
+//! `FuturesTimer` follows the real clock, paused or not.
+//!
+//! # Features
+//!
+//! - `tokio`: `hedging::timer::TokioTimer`, through the [`hedging`] re-export.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_code)]
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
@@ -80,14 +91,19 @@
 mod classify;
 mod middleware;
 
+/// The core crate, re-exported: name [`Policy`](hedging::Policy), the timers and
+/// [`Stats`](hedging::Stats) through it (`reqwest_hedging::hedging::Policy`), and they
+/// are always the version this crate was built with.
+pub use hedging;
+
 pub use crate::classify::{ClassifyResponse, DefaultClassify};
 pub use crate::middleware::HedgeMiddleware;
 /// How long a `Retry-After` header asks to wait, counted from `now`: the parser every
 /// integration shares.
 pub use hedging_http_rules::retry_after;
 /// Opts one request out of hedging: insert it in the request's extensions and the
-/// request is sent once, as if the middleware were not there (and not counted). The same
-/// type `hedging-http` reads.
+/// request is sent once, as if the middleware were not there, and counted in the
+/// policy's `out_of_scope`, not in its `calls`. The same type `hedging-http` reads.
 ///
 /// ```
 /// # async fn send(client: reqwest_middleware::ClientWithMiddleware) -> reqwest_middleware::Result<()> {

@@ -35,10 +35,13 @@ use crate::classify::{ClassifyResponse, DefaultClassify};
 /// # Which requests
 ///
 /// GET, HEAD and OPTIONS by default ([`methods`](Self::methods) replaces the list), and
-/// not those carrying [`NoHedge`](crate::NoHedge). Requests of other methods pass through, uncounted. A
-/// request of a hedged method whose body cannot be copied (a stream) is sent once,
-/// unhedged, and counted in the policy's stats; a `Retry-After` on its answer returns
-/// that answer at once, as no copy can follow it.
+/// not those carrying [`NoHedge`](crate::NoHedge). Any other request is outside the
+/// middleware's scope: it passes on to `Next` as if the middleware were not there, and
+/// is counted in the policy's [`out_of_scope`](hedging::Stats::out_of_scope), not in its
+/// `calls`. A request of a hedged method whose body cannot be copied (a stream) is a
+/// call sent once, unhedged, and counted in `calls`; a `Retry-After` on its answer
+/// returns that answer at once, as no copy can follow it. The rule is every
+/// integration's: [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 ///
 /// # Copies
 ///
@@ -116,6 +119,7 @@ where
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
         if !self.methods.hedges(request.method(), extensions) {
+            self.policy.count_out_of_scope();
             return next.run(request, extensions).await;
         }
         // `None` for a streaming body: the original goes alone, and no copy follows it.

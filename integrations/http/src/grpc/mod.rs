@@ -91,6 +91,7 @@ mod service;
 mod service_config;
 mod status;
 mod timeout;
+pub mod tonic;
 
 pub use self::layer::GrpcHedgeLayer;
 pub use self::methods::{MethodNameError, MethodNameFault};

@@ -1,0 +1,253 @@
+//! What `HttpHedgeLayer` counts, against a real hyper server on loopback, on the policy's
+//! virtual clock: a request the layer was asked to hedge goes through the race and is
+//! one of the policy's `calls`, even when it is sent once; a request outside its scope
+//! (a method it does not hedge, a `NoHedge` request) goes straight to the inner service,
+//! its body not read, and is counted in `out_of_scope` instead. The rule is
+//! `hedging-http-rules`' "Which requests are counted".
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::channel::mpsc;
+use futures::SinkExt;
+use hedging::Stats;
+use hedging_http::{HttpHedgeLayer, NoHedge, ReplayBody};
+use hedging_test_server::http::{client, full, scripted, RequestBody};
+use hedging_test_server::{Error, Server, VirtualClock};
+use http::{Method, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use tower::{Layer, Service, ServiceExt};
+
+type Response = http::Response<hyper::body::Incoming>;
+/// A call on a task of its own: its status and body.
+type Call = tokio::task::JoinHandle<(StatusCode, Bytes)>;
+
+const HEDGE_DELAY: Duration = Duration::from_millis(20);
+
+/// A virtual clock, and a scripted server stamping arrivals with it.
+async fn server() -> (VirtualClock, Server) {
+    let clock = VirtualClock::new();
+    let server = Server::http(scripted(), clock.clock()).await.unwrap();
+    (clock, server)
+}
+
+/// Whether each request a client was handed had a body that could be sent again: one
+/// the layer read whole has; one it left alone has not.
+type Replayable = Arc<Mutex<Vec<bool>>>;
+
+/// A client that records in `replayable` what each request's body was.
+fn recording_client(
+    replayable: &Replayable,
+) -> impl Service<
+    http::Request<ReplayBody<RequestBody>>,
+    Response = Response,
+    Error = impl std::fmt::Debug,
+    Future = impl Send,
+> + Clone
+       + Send
+       + 'static {
+    let client = client::<ReplayBody<RequestBody>>();
+    let log = Arc::clone(replayable);
+    tower::service_fn(move |request: http::Request<ReplayBody<RequestBody>>| {
+        log.lock().unwrap().push(request.body().is_replayable());
+        client.clone().oneshot(request)
+    })
+}
+
+/// Sends `request` through `service` on a task of its own.
+fn send<S>(service: S, request: http::Request<RequestBody>) -> Call
+where
+    S: Service<http::Request<RequestBody>, Response = Response> + Send + 'static,
+    S::Error: std::fmt::Debug,
+    S::Future: Send + 'static,
+{
+    // Boxed outside the task: its `Send` is proven here, where the types are known.
+    let response: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(service.oneshot(request));
+    tokio::spawn(async move {
+        let response = response.await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, body)
+    })
+}
+
+/// A body still pending when the call is made: `chunks` arrive while the request is in
+/// flight, each after the runtime had a turn.
+fn streaming(chunks: &'static [&'static str]) -> RequestBody {
+    let (mut frames, receiver) = mpsc::channel::<Result<Frame<Bytes>, Error>>(4);
+    tokio::spawn(async move {
+        for chunk in chunks {
+            tokio::task::yield_now().await;
+            let _ = frames.send(Ok(Frame::data(Bytes::from(*chunk)))).await;
+        }
+    });
+    BodyExt::boxed(StreamBody::new(receiver))
+}
+
+fn bodies(server: &Server, path: &str) -> Vec<Bytes> {
+    server
+        .arrivals(path)
+        .iter()
+        .map(|a| a.body.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_post_is_out_of_scope_not_a_call() {
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, HEDGE_DELAY);
+    let replayable = Replayable::default();
+    let client = recording_client(&replayable);
+    let hedged = HttpHedgeLayer::new(policy.clone()).layer(client);
+
+    let order = full("one order");
+    let call = send(
+        hedged,
+        server.request(Method::POST, "/orders", "hold;echo", order),
+    );
+    clock.release(&server, "/orders").await;
+
+    assert_eq!(
+        call.await.unwrap(),
+        (StatusCode::OK, Bytes::from("one order"))
+    );
+    assert_eq!(bodies(&server, "/orders"), ["one order"]);
+    assert_eq!(
+        *replayable.lock().unwrap(),
+        [false],
+        "its body was not read"
+    );
+    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
+    let out_of_scope = Stats {
+        out_of_scope: 1,
+        ..Stats::default()
+    };
+    assert_eq!(policy.stats(), out_of_scope, "out of scope, not a call");
+}
+
+#[tokio::test]
+async fn a_no_hedge_request_is_out_of_scope() {
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, HEDGE_DELAY);
+    let replayable = Replayable::default();
+    let client = recording_client(&replayable);
+    let mut request = server.request(Method::GET, "/once", "hold | ok", full("query"));
+    request.extensions_mut().insert(NoHedge);
+
+    let call = send(HttpHedgeLayer::new(policy.clone()).layer(client), request);
+    clock.release(&server, "/once").await;
+
+    assert_eq!(call.await.unwrap().1, "copy 0 of /once");
+    assert_eq!(server.arrivals("/once").len(), 1);
+    assert_eq!(
+        *replayable.lock().unwrap(),
+        [false],
+        "its body was not read"
+    );
+    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
+    let stats = policy.stats();
+    assert_eq!((stats.out_of_scope, stats.calls), (1, 0));
+}
+
+#[tokio::test]
+async fn an_unreplayable_body_is_a_call_sent_once() {
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, HEDGE_DELAY);
+    let layer = HttpHedgeLayer::new(policy.clone()).methods([Method::POST]);
+
+    let body = streaming(&["streamed ", "in ", "three parts"]);
+    let call = send(
+        layer.layer(client()),
+        server.request(Method::POST, "/upload", "echo", body),
+    );
+
+    let expected = (StatusCode::OK, Bytes::from("streamed in three parts"));
+    assert_eq!(call.await.unwrap(), expected, "every byte");
+    assert_eq!(bodies(&server, "/upload"), ["streamed in three parts"]);
+    let one_call = Stats {
+        calls: 1,
+        wins: 1,
+        ..Stats::default()
+    };
+    assert_eq!(
+        policy.stats(),
+        one_call,
+        "a call, sent once, not out of scope"
+    );
+}
+
+#[tokio::test]
+async fn a_body_over_the_cap_is_a_call_sent_once() {
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, HEDGE_DELAY);
+    let layer = HttpHedgeLayer::new(policy.clone())
+        .methods([Method::PUT])
+        .max_replay_bytes(8);
+
+    let body = full("more than eight bytes");
+    let call = send(
+        layer.layer(client()),
+        server.request(Method::PUT, "/big", "hold;echo", body),
+    );
+    clock.release(&server, "/big").await;
+
+    let expected = (StatusCode::OK, Bytes::from("more than eight bytes"));
+    assert_eq!(call.await.unwrap(), expected);
+    assert_eq!(server.arrivals("/big").len(), 1);
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.out_of_scope), (1, 0, 0));
+}
+
+#[tokio::test]
+async fn a_policy_of_one_copy_makes_calls_sent_once() {
+    let (clock, server) = server().await;
+    let policy = clock.policy(1, HEDGE_DELAY);
+    let replayable = Replayable::default();
+    let client = recording_client(&replayable);
+
+    let request = server.request(Method::GET, "/one", "hold | ok", full("query"));
+    let call = send(HttpHedgeLayer::new(policy.clone()).layer(client), request);
+    clock.release(&server, "/one").await;
+
+    assert_eq!(call.await.unwrap().1, "copy 0 of /one");
+    assert_eq!(
+        *replayable.lock().unwrap(),
+        [false],
+        "no copy: nothing read"
+    );
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.out_of_scope), (1, 0, 0));
+}
+
+#[tokio::test]
+async fn hedges_per_call_leaves_out_of_scope_requests_out() {
+    let (clock, server) = server().await;
+    let policy = clock.policy(2, HEDGE_DELAY);
+    let hedged = HttpHedgeLayer::new(policy.clone()).layer(client());
+
+    let get = send(
+        hedged.clone(),
+        server.request(Method::GET, "/item", "hold | ok", full("")),
+    );
+    clock.hedge(&server, "/item", 1, HEDGE_DELAY).await;
+    assert_eq!(get.await.unwrap().1, "copy 1 of /item");
+    for path in ["/a", "/b", "/c"] {
+        let post = send(
+            hedged.clone(),
+            server.request(Method::POST, path, "", full("")),
+        );
+        post.await.unwrap();
+    }
+
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.out_of_scope), (1, 1, 3));
+    assert_eq!(
+        stats.hedges as f64 / stats.calls as f64,
+        1.0,
+        "the GET hedged"
+    );
+}
