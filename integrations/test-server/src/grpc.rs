@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::stream;
 use http::Method;
 use tonic::body::Body;
 use tonic::metadata::MetadataMap;
 use tonic::server::{NamedService, UnaryService};
-use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 use tonic_prost::ProstCodec;
@@ -81,8 +81,20 @@ impl Server {
             behavior,
             log: log.clone(),
         };
+        let accepting = log.clone();
         let (listener, server) = Server::bind(log).await?;
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        // Each accepted connection counted; tonic serves them as they come.
+        let incoming = stream::unfold(listener, move |listener| {
+            let log = accepting.clone();
+            async move {
+                let accepted = listener.accept().await.map(|(stream, _)| {
+                    let _ = stream.set_nodelay(true);
+                    log.connected();
+                    stream
+                });
+                Some((accepted, listener))
+            }
+        });
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(echo)

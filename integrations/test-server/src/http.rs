@@ -13,12 +13,11 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioExecutor;
 
 use crate::answer::{Answer, Behavior, Reply, SCRIPT};
 use crate::log::{Clock, Log};
-use crate::server::Server;
+use crate::server::{serve, Server};
 use crate::Error;
 
 /// The behaviour of most tests: each request answers as its `x-script` header says
@@ -33,22 +32,11 @@ impl Server {
     /// test's [`VirtualClock`](crate::VirtualClock)).
     pub async fn http(behavior: Behavior, clock: Clock) -> std::io::Result<Server> {
         let log = Log::new(clock);
-        let serving = log.clone();
-        let (listener, server) = Server::bind(log).await?;
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let (behavior, log) = (Arc::clone(&behavior), serving.clone());
-                let answer =
-                    service_fn(move |request| answer(Arc::clone(&behavior), log.clone(), request));
-                tokio::spawn(async move {
-                    let connection = auto::Builder::new(TokioExecutor::new());
-                    let _ = connection
-                        .serve_connection(TokioIo::new(stream), answer)
-                        .await;
-                });
-            }
-        });
+        let (listener, server) = Server::bind(log.clone()).await?;
+        tokio::spawn(serve(listener, log, move |log| {
+            let behavior = Arc::clone(&behavior);
+            service_fn(move |request| answer(Arc::clone(&behavior), log.clone(), request))
+        }));
         Ok(server)
     }
 }

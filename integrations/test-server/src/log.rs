@@ -63,10 +63,13 @@ struct State {
     answered: u64,
     dropped: u64,
     released: HashSet<String>,
+    connections: u64,
+    closed: u64,
 }
 
 /// What a server saw: every arrival in order, how many it held, answered, and lost to a
-/// client that dropped the copy first. Clones share one log.
+/// client that dropped the copy first (the handler's future dropped unfinished), and the
+/// connections it accepted and saw closed. Clones share one log.
 #[derive(Clone)]
 pub struct Log {
     state: Arc<watch::Sender<State>>,
@@ -177,6 +180,25 @@ impl Log {
         self.state.borrow().dropped
     }
 
+    /// How many connections the server accepted.
+    pub fn connections(&self) -> u64 {
+        self.state.borrow().connections
+    }
+
+    /// How many of its connections the server saw closed (the client closed it, or reset
+    /// it); counted by the HTTP server, whose connections end when the client's do.
+    pub fn closed_connections(&self) -> u64 {
+        self.state.borrow().closed
+    }
+
+    pub(crate) fn connected(&self) {
+        self.state.send_modify(|state| state.connections += 1);
+    }
+
+    pub(crate) fn disconnected(&self) {
+        self.state.send_modify(|state| state.closed += 1);
+    }
+
     /// Lets every copy with `key` held until released go on, and every later one pass.
     pub fn release(&self, key: &str) {
         self.state.send_modify(|state| {
@@ -197,6 +219,12 @@ impl Log {
     /// Waits until the client dropped `n` copies.
     pub async fn until_dropped(&self, n: u64) {
         self.until(|log| log.dropped >= n, "dropped copies").await;
+    }
+
+    /// Waits until the server saw `n` of its connections closed.
+    pub async fn until_closed(&self, n: u64) {
+        self.until(|log| log.closed >= n, "closed connections")
+            .await;
     }
 
     async fn until(&self, done: impl FnMut(&State) -> bool, what: &str) {
@@ -221,6 +249,8 @@ impl std::fmt::Debug for Log {
             .field("held", &state.held)
             .field("answered", &state.answered)
             .field("dropped", &state.dropped)
+            .field("connections", &state.connections)
+            .field("closed", &state.closed)
             .finish()
     }
 }

@@ -113,12 +113,21 @@ where
     HF: Future<Output = Result<(), Error>>,
 {
     let requests = || servers.iter().map(|server| server.requests()).sum::<u64>();
+    let connections = || {
+        servers
+            .iter()
+            .map(|server| server.connections())
+            .sum::<u64>()
+    };
     latencies(20, &mut plain).await?;
     latencies(20, &mut hedged).await?;
     policy.reset_stats();
+    let opened = connections();
     let unhedged = latencies(calls, &mut plain).await?;
+    let (opened, unhedged_connections) = (connections(), connections() - opened);
     let before = requests();
     let latencies = latencies(calls, &mut hedged).await?;
+    let hedged_connections = connections() - opened;
     let runs = [
         Run::unhedged(plain_label, unhedged),
         Run::hedged(hedged_label, latencies, requests() - before),
@@ -126,6 +135,13 @@ where
     let stats = policy.stats();
     let stalls = servers.iter().map(|server| server.held()).sum();
     print(what, &runs, stats.hedges, stats.hedge_wins, stalls);
+    let per_1000 = |opened: u64| opened as f64 * 1000.0 / calls as f64;
+    println!(
+        "connections the server accepted per 1,000 calls (after warm-up): \
+         {:.1} without hedging, {:.1} hedged",
+        per_1000(unhedged_connections),
+        per_1000(hedged_connections),
+    );
     Ok(())
 }
 

@@ -3,7 +3,11 @@
 use std::net::SocketAddr;
 use std::ops::Deref;
 
-use http::{Method, Request, Uri};
+use bytes::Bytes;
+use http::{Method, Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
 use crate::answer::SCRIPT;
@@ -54,5 +58,30 @@ impl Deref for Server {
 
     fn deref(&self) -> &Log {
         &self.log
+    }
+}
+
+/// Serves HTTP/1.1 and HTTP/2 on every connection `listener` accepts, each with the
+/// service `service` makes from the log; counts each connection accepted, and closed
+/// when its client closes it (or resets it).
+pub(crate) async fn serve<S, B>(listener: TcpListener, log: Log, service: impl Fn(Log) -> S)
+where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    while let Ok((stream, _)) = listener.accept().await {
+        let _ = stream.set_nodelay(true);
+        log.connected();
+        let (serving, closing) = (service(log.clone()), log.clone());
+        tokio::spawn(async move {
+            let connection = auto::Builder::new(TokioExecutor::new());
+            let _ = connection
+                .serve_connection(TokioIo::new(stream), serving)
+                .await;
+            closing.disconnected();
+        });
     }
 }
