@@ -187,3 +187,20 @@ async fn http_a_retry_after_on_the_last_copy_returns_at_once() {
     let stats = store.policy().stats();
     assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 2));
 }
+
+#[tokio::test]
+async fn an_http_store_loser_closes_its_connection_and_the_server_sees_it() {
+    let get = |store: Store| async move { store.get(&a_bin()).await?.bytes().await };
+    let (bytes, server) = hedged_read(StallWhere::Answer, get).await;
+
+    assert_eq!(bytes, object(256 * 1024));
+    server.until_dropped(1).await;
+    server.until_closed(1).await;
+    assert_eq!(
+        server.dropped(),
+        1,
+        "the loser's handler was dropped unanswered"
+    );
+    assert_eq!(server.closed_connections(), 1, "its connection, closed");
+    assert_eq!(server.connections(), 2, "the original's and the hedge's");
+}
