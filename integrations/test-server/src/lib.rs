@@ -7,9 +7,12 @@
 //! - `Server::grpc` (feature `grpc`): tonic, one unary service, scripted per call.
 //! - `object` (feature `object-store`): object reads for the HTTP server, and a
 //!   connector for `object_store::http::HttpStore`.
+//! - `s3` (feature `s3`): a real S3 server (`s3s-fs`) behind a stalling proxy, and
+//!   `object_store`'s `AmazonS3` for it.
 //!
 //! Every server keeps a [`Log`] of what it saw: each request in order, with its copy
-//! number; how many it held, answered, and lost to a client that dropped the copy. Its
+//! number; how many it held, answered, and lost to a client that dropped the copy (its
+//! handler's future dropped unfinished); the connections it accepted and saw closed. Its
 //! knobs are a [`Hold`] (none, a real-time stall, or until the test releases it), a
 //! status, headers (`Retry-After`, gRPC pushback) and the body. Tests run their policies
 //! on a [`VirtualClock`] that stamps the server's log too, and wait for events
@@ -25,6 +28,8 @@ mod log;
 pub mod object;
 mod probe;
 pub mod report;
+#[cfg(feature = "s3")]
+pub mod s3;
 mod server;
 mod virtual_clock;
 
