@@ -97,7 +97,7 @@ impl<B: Body + Unpin> ReplayBody<B> {
             return ReplayBody::once(body);
         }
         let mut cx = Context::from_waker(Waker::noop());
-        let mut chunks: Vec<Bytes> = Vec::new();
+        let mut chunks = Chunks::default();
         let mut len = 0usize;
         let mut error = None;
         let mut trailers: Option<HeaderMap> = None;
@@ -132,7 +132,7 @@ impl<B: Body + Unpin> ReplayBody<B> {
                 Poll::Pending => break,
             }
         }
-        let mut read: VecDeque<Frame<Bytes>> = chunks.into_iter().map(Frame::data).collect();
+        let mut read: VecDeque<Frame<Bytes>> = chunks.all().map(Frame::data).collect();
         read.extend(trailers.map(Frame::trailers));
         ReplayBody {
             state: State::Once(Once {
@@ -143,22 +143,42 @@ impl<B: Body + Unpin> ReplayBody<B> {
         }
     }
 
-    fn whole(chunks: Vec<Bytes>, len: usize, size_hint: SizeHint) -> Self {
-        let data = match chunks.len() {
-            0 => None,
-            1 => chunks.into_iter().next(),
+    fn whole(chunks: Chunks, len: usize, size_hint: SizeHint) -> Self {
+        let data = match chunks.more.is_empty() {
+            true => chunks.first,
             // Joined once, so each copy is one reference-count bump.
-            _ => {
+            false => {
                 let mut joined = BytesMut::with_capacity(len);
                 chunks
-                    .iter()
-                    .for_each(|chunk| joined.extend_from_slice(chunk));
+                    .all()
+                    .for_each(|chunk| joined.extend_from_slice(&chunk));
                 Some(joined.freeze())
             }
         };
         ReplayBody {
             state: State::Whole(Whole { data, size_hint }),
         }
+    }
+}
+
+/// The data chunks read so far: a body of one chunk (a gRPC message, most bodies) is
+/// kept without a `Vec`.
+#[derive(Default)]
+struct Chunks {
+    first: Option<Bytes>,
+    more: Vec<Bytes>,
+}
+
+impl Chunks {
+    fn push(&mut self, chunk: Bytes) {
+        match self.first {
+            None => self.first = Some(chunk),
+            Some(_) => self.more.push(chunk),
+        }
+    }
+
+    fn all(self) -> impl Iterator<Item = Bytes> {
+        self.first.into_iter().chain(self.more)
     }
 }
 
