@@ -20,6 +20,7 @@
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 mod answer;
+pub mod bench;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod http;
