@@ -204,12 +204,24 @@ impl ReadAhead {
         // `into_stream` reads a local file in chunks; any other payload is already a stream.
         let mut stream = result.into_stream();
         let body = if head || answer_len <= limit {
-            // The range may overstate a HEAD's (empty) body; never reserve more than the limit.
-            let mut whole = BytesMut::with_capacity(answer_len.min(limit) as usize);
+            // A body of one chunk is kept as it came; only a second chunk makes a copy.
+            let (mut first, mut joined) = (Bytes::new(), None::<BytesMut>);
             while let Some(chunk) = stream.next().await {
-                whole.extend_from_slice(&chunk?);
+                let chunk = chunk?;
+                match &mut joined {
+                    Some(joined) => joined.extend_from_slice(&chunk),
+                    None if first.is_empty() => first = chunk,
+                    None => {
+                        // The range may overstate a HEAD's (empty) body; never reserve
+                        // more than the limit.
+                        let mut both = BytesMut::with_capacity(answer_len.min(limit) as usize);
+                        both.extend_from_slice(&first);
+                        both.extend_from_slice(&chunk);
+                        joined = Some(both);
+                    }
+                }
             }
-            Body::Whole(whole.freeze())
+            Body::Whole(joined.map_or(first, BytesMut::freeze))
         } else {
             loop {
                 match stream.next().await {
