@@ -77,6 +77,14 @@ fn main() {
     let plain_get = || get(plain.clone(), uri.clone());
     let hedged_get = || get(hedged.clone(), uri.clone());
     let one_copy_get = || get(one_copy_layer.clone(), uri.clone());
+    // The plain GET beside a tokio sleep armed as the layer arms its hedge's: what the
+    // timer alone costs this request.
+    let timer_beside_get = || async {
+        let sleep = tokio::time::sleep(Duration::from_secs(10));
+        tokio::pin!(sleep);
+        assert!(futures::poll!(sleep.as_mut()).is_pending());
+        get(plain.clone(), uri.clone()).await;
+    };
     let plain_say = || async {
         black_box(say(channel.clone(), request("", b""), SAY).await.unwrap());
     };
@@ -115,6 +123,8 @@ fn main() {
             one_copy_get
         )
     );
+    let timer_row = "hyper GET, no layer, a tokio sleep armed";
+    println!("{}", compare(&rt, timer_row, plain_get, timer_beside_get));
     println!(
         "{}",
         compare(&rt, "tonic unary, HTTP/2", plain_say, hedged_say)
