@@ -1,6 +1,7 @@
 //! How copies leave the race and how the race ends: verdicts, the kept result, the
 //! budget's slots and tokens, the stats.
 
+use core::sync::atomic::{fence, Ordering::Release};
 use core::time::Duration;
 
 use super::clock::{Clock, Due};
@@ -196,6 +197,10 @@ impl<T, E> Race<T, E> {
             }
             _ => (Counter::Failures, false),
         };
+        if self.asked {
+            // Counted after its ask, for whoever reads the counts (`Settings::admit_hedge`).
+            fence(Release);
+        }
         if hedge_win {
             settings.counters.add(&[outcome, Counter::HedgeWins]);
         } else {
@@ -216,6 +221,9 @@ impl<T, E> Race<T, E> {
     pub(crate) fn cancel<Tm>(&mut self, settings: &Settings<Tm>) {
         if self.slots != 0 {
             self.release_all_slots(settings);
+        }
+        if self.asked {
+            fence(Release); // as in `Race::conclude`
         }
         settings.counters.add(&[Counter::Cancelled]);
     }
