@@ -233,10 +233,7 @@ where
     T: Timer,
 {
     policy.count_out_of_scope();
-    let response = inner.call(request.map(ReplayBody::once));
-    ResponseFuture {
-        state: State::OutOfScope { response },
-    }
+    ResponseFuture::direct(inner.call(request.map(ReplayBody::once)))
 }
 
 /// How a layer copies a request for attempt `n`; `None` sends the request once.
@@ -304,6 +301,26 @@ where
     },
     /// The request outside the scope answered.
     Done,
+}
+
+impl<S, B, T, K> ResponseFuture<S, B, T, K>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+{
+    /// The inner service's own future, for a request outside the layer's scope (counted
+    /// by the caller).
+    pub(crate) fn direct(response: S::Future) -> Self {
+        ResponseFuture {
+            state: State::OutOfScope { response },
+        }
+    }
+
+    /// Whether the request goes through the race rather than straight to the service.
+    pub(crate) fn is_race(&self) -> bool {
+        matches!(self.state, State::Race { .. })
+    }
 }
 
 impl<S, B, T, K> Future for ResponseFuture<S, B, T, K>

@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_core::FusedFuture;
 use hedging::timer::Timer;
 use hedging::{Attempt, Classify};
 use http::{HeaderName, HeaderValue, Request, Response};
@@ -84,7 +85,8 @@ where
                 let path = request.uri().path();
                 layer.out_of_scope.pass(&layer.policy, path, reason);
                 let request = request.map(ReplayBody::once);
-                return ResponseFuture::direct(self.inner.call(request));
+                let call = crate::ResponseFuture::direct(self.inner.call(request));
+                return ResponseFuture { call };
             }
         };
         // A call that cannot hedge leaves its body alone.
@@ -102,8 +104,8 @@ where
             copy: copy_grpc_request::<B>,
             max_copies: MAX_ATTEMPTS,
         };
-        let race = start(&mut self.inner, policy, verdict.clone(), copies, request);
-        ResponseFuture::hedged(race)
+        let call = start(&mut self.inner, policy, verdict.clone(), copies, request);
+        ResponseFuture { call }
     }
 }
 
@@ -145,12 +147,10 @@ impl<S: fmt::Debug, T: fmt::Debug> fmt::Debug for GrpcHedge<S, T> {
     }
 }
 
-/// The race of a hedged call's copies.
-type Race<S, B, T> = crate::ResponseFuture<S, B, T, GrpcVerdict>;
-
 /// The response future of [`GrpcHedge`]: the core's race over the copies of a call the
-/// layer hedges, or the inner service's own future for a call outside its scope. Its
-/// output is the inner service's.
+/// layer hedges, or the inner service's own future for a call outside its scope (the HTTP
+/// layer's [`ResponseFuture`](crate::ResponseFuture), with the gRPC verdicts). Its output
+/// is the inner service's.
 #[pin_project]
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct ResponseFuture<S, B, T>
@@ -160,40 +160,7 @@ where
     T: Timer,
 {
     #[pin]
-    call: Call<S, B, T>,
-}
-
-// Boxing the race would cost every hedged call an allocation to spare the rarer direct
-// ones some bytes.
-#[allow(clippy::large_enum_variant)]
-#[pin_project(project = CallProjection)]
-enum Call<S, B, T>
-where
-    S: Service<Request<ReplayBody<B>>> + Clone,
-    B: Body,
-    T: Timer,
-{
-    Hedged(#[pin] Race<S, B, T>),
-    Direct(#[pin] S::Future),
-}
-
-impl<S, B, T> ResponseFuture<S, B, T>
-where
-    S: Service<Request<ReplayBody<B>>> + Clone,
-    B: Body,
-    T: Timer,
-{
-    fn hedged(race: Race<S, B, T>) -> Self {
-        ResponseFuture {
-            call: Call::Hedged(race),
-        }
-    }
-
-    fn direct(future: S::Future) -> Self {
-        ResponseFuture {
-            call: Call::Direct(future),
-        }
-    }
+    call: crate::ResponseFuture<S, B, T, GrpcVerdict>,
 }
 
 impl<S, B, T> Future for ResponseFuture<S, B, T>
@@ -206,10 +173,19 @@ where
     type Output = Result<S::Response, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().call.project() {
-            CallProjection::Hedged(race) => race.poll(cx),
-            CallProjection::Direct(future) => future.poll(cx),
-        }
+        self.project().call.poll(cx)
+    }
+}
+
+impl<S, B, T> FusedFuture for ResponseFuture<S, B, T>
+where
+    S: Service<Request<ReplayBody<B>>> + Clone,
+    B: Body,
+    T: Timer,
+    GrpcVerdict: Classify<S::Response, S::Error>,
+{
+    fn is_terminated(&self) -> bool {
+        self.call.is_terminated()
     }
 }
 
@@ -220,9 +196,12 @@ where
     T: Timer,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.call {
-            Call::Hedged(race) => f.debug_tuple("ResponseFuture::Hedged").field(race).finish(),
-            Call::Direct(_) => f.write_str("ResponseFuture::Direct"),
+        match self.call.is_race() {
+            true => f
+                .debug_tuple("ResponseFuture::Hedged")
+                .field(&self.call)
+                .finish(),
+            false => f.write_str("ResponseFuture::Direct"),
         }
     }
 }
