@@ -23,6 +23,14 @@
 //! drives its own clone to readiness inside the response future (a failed `poll_ready` is
 //! a failed copy). A service that is not `Clone` can be wrapped in tower's `Buffer` first.
 //!
+//! # Replicas
+//!
+//! Given a [`Replicas`] set (one service per replica, or several connections to one
+//! host), copy k of a call goes to replica `(first + k) mod n`, `first` moving on by one
+//! from call to call, and each copy readies its own replica: a hedge does not follow its
+//! original to the replica that is slow, and a replica that fails to become ready fails
+//! only the copy sent to it.
+//!
 //! # Requests
 //!
 //! Requests are copied with [`Clone`] by default, or by a function given to
@@ -43,9 +51,14 @@ use pin_project::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
+mod copy;
+mod replicas;
+
+pub use self::copy::{CopyFuture, ServiceCopies};
+pub use self::replicas::Replicas;
+
 use crate::attempt::{Attempt, ByResult, Classify, When};
 use crate::builder::PolicyBuilder;
-use crate::factory::Factory;
 use crate::hedge::Hedge;
 use crate::policy::Policy;
 use crate::timer::{DefaultTimer, Timer};
@@ -294,13 +307,7 @@ where
             None => (self.inner.call(request), None),
         };
         let unhedged = copies.is_none();
-        let (service, to_copy) = copies.unzip();
-        let copies = ServiceCopies {
-            original: Some(original),
-            service,
-            to_copy,
-            clone_request: self.clone_request.clone(),
-        };
+        let copies = ServiceCopies::new(original, copies, self.clone_request.clone());
         let hedge = Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone());
         ResponseFuture {
             hedge: hedge.max_copies(if unhedged { 1 } else { max_copies }),
@@ -379,122 +386,5 @@ where
         f.debug_struct("ResponseFuture")
             .field("hedge", &self.hedge)
             .finish()
-    }
-}
-
-/// The [`Factory`] of a [`HedgeService`] call: the original was sent by
-/// [`HedgeService::call`]; each hedge gets a clone of the service and a copy of the
-/// request.
-pub struct ServiceCopies<S: Service<Req>, Req, R> {
-    original: Option<S::Future>,
-    /// `None` when the call may not hedge; the last copy takes it instead of a clone.
-    service: Option<S>,
-    /// The request the call was given, to copy for each hedge; `None` when the call may
-    /// not hedge.
-    to_copy: Option<Req>,
-    clone_request: R,
-}
-
-impl<S, Req, R> Factory for ServiceCopies<S, Req, R>
-where
-    S: Service<Req> + Clone,
-    R: CloneRequest<Req>,
-{
-    type Ok = S::Response;
-    type Error = S::Error;
-    type Future = CopyFuture<S, Req>;
-
-    fn make(&mut self, attempt: Attempt) -> Option<CopyFuture<S, Req>> {
-        if let Some(original) = self.original.take() {
-            return Some(CopyFuture::calling(original));
-        }
-        let request = self
-            .clone_request
-            .clone_request(self.to_copy.as_ref()?, attempt)?;
-        let last = attempt.index() + 1 >= attempt.max_copies();
-        let service = if last {
-            self.to_copy = None;
-            self.service.take()
-        } else {
-            self.service.clone()
-        }?;
-        Some(CopyFuture::readying(service, request))
-    }
-}
-
-/// One copy of a [`HedgeService`] call: waits for its clone of the service to be ready,
-/// then calls it.
-#[pin_project]
-#[must_use = "futures do nothing unless you `.await` or poll them"]
-pub struct CopyFuture<S: Service<Req>, Req> {
-    #[pin]
-    state: CopyState<S, Req>,
-}
-
-#[pin_project(project = CopyStateProj)]
-enum CopyState<S: Service<Req>, Req> {
-    Readying {
-        service: S,
-        request: Option<Req>,
-    },
-    Calling {
-        #[pin]
-        future: S::Future,
-    },
-}
-
-impl<S: Service<Req>, Req> CopyFuture<S, Req> {
-    fn calling(future: S::Future) -> Self {
-        CopyFuture {
-            state: CopyState::Calling { future },
-        }
-    }
-
-    fn readying(service: S, request: Req) -> Self {
-        CopyFuture {
-            state: CopyState::Readying {
-                service,
-                request: Some(request),
-            },
-        }
-    }
-}
-
-impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
-    type Output = Result<S::Response, S::Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
-        loop {
-            let future = match state.as_mut().project() {
-                CopyStateProj::Calling { future } => return future.poll(cx),
-                CopyStateProj::Readying { service, request } => {
-                    if let Err(error) = core::task::ready!(service.poll_ready(cx)) {
-                        return Poll::Ready(Err(error));
-                    }
-                    let request = request.take().expect("a copy sends its request once");
-                    service.call(request)
-                }
-            };
-            state.set(CopyState::Calling { future });
-        }
-    }
-}
-
-impl<S: Service<Req>, Req> fmt::Debug for CopyFuture<S, Req> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.state {
-            CopyState::Readying { .. } => "readying",
-            CopyState::Calling { .. } => "calling",
-        };
-        f.debug_struct("CopyFuture").field("state", &state).finish()
-    }
-}
-
-impl<S: Service<Req>, Req, R> fmt::Debug for ServiceCopies<S, Req, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServiceCopies")
-            .field("original_sent", &self.original.is_none())
-            .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,148 @@
+//! What one copy of a [`HedgeService`](super::HedgeService) call is: the service it is
+//! sent to, driven to readiness, then called.
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use pin_project::pin_project;
+use tower_service::Service;
+
+use super::CloneRequest;
+use crate::attempt::Attempt;
+use crate::factory::Factory;
+
+/// The [`Factory`] of a [`HedgeService`](super::HedgeService) call: the original was
+/// sent by [`HedgeService::call`](super::HedgeService::call); each hedge gets a clone of
+/// the service that sent it and a copy of the request.
+///
+/// Every hedge clones the service, the last one too: a clone taken after a call is what
+/// sends a [`Replicas`](super::Replicas) copy to the next replica.
+pub struct ServiceCopies<S: Service<Req>, Req, R> {
+    original: Option<S::Future>,
+    /// The service that sent the original; `None` when the call may not hedge, and after
+    /// the last copy.
+    service: Option<S>,
+    /// The request the call was given, to copy for each hedge; `None` when the call may
+    /// not hedge.
+    to_copy: Option<Req>,
+    clone_request: R,
+}
+
+impl<S, Req, R> Factory for ServiceCopies<S, Req, R>
+where
+    S: Service<Req> + Clone,
+    R: CloneRequest<Req>,
+{
+    type Ok = S::Response;
+    type Error = S::Error;
+    type Future = CopyFuture<S, Req>;
+
+    fn make(&mut self, attempt: Attempt) -> Option<CopyFuture<S, Req>> {
+        if let Some(original) = self.original.take() {
+            return Some(CopyFuture::calling(original));
+        }
+        let request = self
+            .clone_request
+            .clone_request(self.to_copy.as_ref()?, attempt)?;
+        let service = self.service.clone()?;
+        if attempt.index() + 1 >= attempt.max_copies() {
+            self.to_copy = None;
+            self.service = None;
+        }
+        Some(CopyFuture::readying(service, request))
+    }
+}
+
+impl<S: Service<Req>, Req, R> ServiceCopies<S, Req, R> {
+    /// The copies of a call whose original is `original`; `hedges` is the service that
+    /// sent it and the request to copy, `None` when the call may not hedge.
+    pub(super) fn new(original: S::Future, hedges: Option<(S, Req)>, clone_request: R) -> Self {
+        let (service, to_copy) = hedges.unzip();
+        ServiceCopies {
+            original: Some(original),
+            service,
+            to_copy,
+            clone_request,
+        }
+    }
+}
+
+/// One copy of a [`HedgeService`](super::HedgeService) call, or one call of
+/// [`Replicas`](super::Replicas): waits for its own clone of the service to be ready,
+/// then calls it. A failed readiness is the copy's error.
+#[pin_project]
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct CopyFuture<S: Service<Req>, Req> {
+    #[pin]
+    state: CopyState<S, Req>,
+}
+
+#[pin_project(project = CopyStateProj)]
+enum CopyState<S: Service<Req>, Req> {
+    Readying {
+        service: S,
+        request: Option<Req>,
+    },
+    Calling {
+        #[pin]
+        future: S::Future,
+    },
+}
+
+impl<S: Service<Req>, Req> CopyFuture<S, Req> {
+    pub(super) fn calling(future: S::Future) -> Self {
+        CopyFuture {
+            state: CopyState::Calling { future },
+        }
+    }
+
+    pub(super) fn readying(service: S, request: Req) -> Self {
+        CopyFuture {
+            state: CopyState::Readying {
+                service,
+                request: Some(request),
+            },
+        }
+    }
+}
+
+impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            let future = match state.as_mut().project() {
+                CopyStateProj::Calling { future } => return future.poll(cx),
+                CopyStateProj::Readying { service, request } => {
+                    if let Err(error) = core::task::ready!(service.poll_ready(cx)) {
+                        return Poll::Ready(Err(error));
+                    }
+                    let request = request.take().expect("a copy sends its request once");
+                    service.call(request)
+                }
+            };
+            state.set(CopyState::Calling { future });
+        }
+    }
+}
+
+impl<S: Service<Req>, Req> fmt::Debug for CopyFuture<S, Req> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state {
+            CopyState::Readying { .. } => "readying",
+            CopyState::Calling { .. } => "calling",
+        };
+        f.debug_struct("CopyFuture").field("state", &state).finish()
+    }
+}
+
+impl<S: Service<Req>, Req, R> fmt::Debug for ServiceCopies<S, Req, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceCopies")
+            .field("original_sent", &self.original.is_none())
+            .finish_non_exhaustive()
+    }
+}
