@@ -104,6 +104,15 @@
 //! # let _ = grpc; }
 //! ```
 //!
+//! # Copies to replicas
+//!
+//! Both layers take a [`hedging::tower::Replicas`] set as their inner service: copy k of
+//! a call goes to replica `(first + k) mod n`, `first` moving on by one per call, each
+//! copy readying its own replica, so a hedge does not follow its original to the replica
+//! (or connection) that is slow, and a replica that refuses fails only its own copy. For
+//! gRPC, one tonic `Channel` per replica: `Replicas::new([channel_a, channel_b])`. For a
+//! hyper-util client, one [`Origin`] per address: `Origin::replicas(client, origins)`.
+//!
 //! # Requirements
 //!
 //! - The inner service is `Clone` (each hedge drives a clone of it to readiness): put
@@ -131,6 +140,7 @@ mod accessors;
 mod body;
 pub mod grpc;
 mod hedge;
+mod origin;
 mod verdict;
 
 /// The core crate, re-exported: name [`Policy`](hedging::Policy), the timers and
@@ -140,6 +150,7 @@ pub use hedging;
 
 pub use crate::body::ReplayBody;
 pub use crate::hedge::{HttpHedge, HttpHedgeLayer, ResponseFuture};
+pub use crate::origin::{InvalidOrigin, Origin};
 pub use crate::verdict::{default_verdict, retry_after, DefaultVerdict};
 /// The request extension that sends a request once, unhedged, whatever its method; the
 /// same type `reqwest-hedging` reads.

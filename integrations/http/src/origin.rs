@@ -1,0 +1,202 @@
+//! [`Origin`]: one HTTP client made one replica of a [`Replicas`] set, by the origin it
+//! sends every request to.
+
+use core::fmt;
+use core::task::{Context, Poll};
+
+use hedging::tower::Replicas;
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{Request, Uri};
+use tower_service::Service;
+
+/// Sends every request to one origin (scheme, host and port), keeping its path and query:
+/// a client, such as a hyper-util `Client`, made one replica of a [`Replicas`] set, so
+/// that [`HttpHedgeLayer`](crate::HttpHedgeLayer) sends copy k of a call to origin
+/// `(first + k) mod n`.
+///
+/// ```
+/// use std::time::Duration;
+/// use hedging_http::hedging::{timer::TokioTimer, Policy};
+/// use hedging_http::{HttpHedgeLayer, Origin};
+/// use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+/// use tower::Layer;
+///
+/// let policy = Policy::builder().delay(Duration::from_millis(20)).timer(TokioTimer::new()).build();
+/// let client = Client::builder(TokioExecutor::new()).build_http::<http_body_util::Empty<bytes::Bytes>>();
+/// let origins = ["http://10.0.0.1:8080", "http://10.0.0.2:8080", "http://10.0.0.3:8080"];
+/// let hedged = HttpHedgeLayer::new(policy).layer(Origin::replicas(client, origins)?);
+/// // A request for `http://catalog/items?page=2` goes to `http://10.0.0.1:8080/items?page=2`,
+/// // its hedge to 10.0.0.2; the next call starts at 10.0.0.2.
+/// # let _ = hedged;
+/// # Ok::<(), hedging_http::InvalidOrigin>(())
+/// ```
+///
+/// The request's headers are kept as they are: a `Host` header it carries goes to every
+/// origin (hyper sets one from the new URI when there is none).
+#[derive(Clone)]
+pub struct Origin<S> {
+    inner: S,
+    scheme: Scheme,
+    authority: Authority,
+}
+
+impl<S> Origin<S> {
+    /// Sends every request through `inner` to `origin`: `http://host:port`, or `https://`;
+    /// a path of `/` is allowed, any other path, a query or a fragment is not.
+    pub fn new(inner: S, origin: &str) -> Result<Self, InvalidOrigin> {
+        let invalid = |why| InvalidOrigin {
+            origin: origin.into(),
+            why,
+        };
+        let uri: Uri = origin.parse().map_err(|_| invalid("not a URI"))?;
+        let parts = uri.into_parts();
+        let scheme = parts.scheme.ok_or(invalid("no scheme"))?;
+        let authority = parts.authority.ok_or(invalid("no host"))?;
+        if parts.path_and_query.is_some_and(|p| p.as_str() != "/") {
+            return Err(invalid(
+                "a path or query; an origin is scheme, host and port",
+            ));
+        }
+        Ok(Origin {
+            inner,
+            scheme,
+            authority,
+        })
+    }
+
+    /// A [`Replicas`] set of `inner`, one replica per origin, in order: see
+    /// [`Origin::new`] for what an origin may be.
+    pub fn replicas<I>(inner: S, origins: I) -> Result<Replicas<Origin<S>>, InvalidOrigin>
+    where
+        S: Clone,
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let replicas = origins
+            .into_iter()
+            .map(|origin| Origin::new(inner.clone(), origin.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        if replicas.is_empty() {
+            return Err(InvalidOrigin {
+                origin: String::new(),
+                why: "no origin given; a set needs at least one",
+            });
+        }
+        Ok(Replicas::new(replicas))
+    }
+
+    /// The origin requests go to, as `scheme://host:port`.
+    pub fn origin(&self) -> String {
+        format!("{}://{}", self.scheme, self.authority)
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S, B> Service<Request<B>> for Origin<S>
+where
+    S: Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> S::Future {
+        let mut parts = core::mem::take(request.uri_mut()).into_parts();
+        parts.scheme = Some(self.scheme.clone());
+        parts.authority = Some(self.authority.clone());
+        parts
+            .path_and_query
+            .get_or_insert(PathAndQuery::from_static("/"));
+        *request.uri_mut() =
+            Uri::from_parts(parts).expect("a scheme, an authority and a path make a URI");
+        self.inner.call(request)
+    }
+}
+
+impl<S> fmt::Debug for Origin<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Origin")
+            .field("origin", &self.origin())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An origin [`Origin`] cannot send to, with why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidOrigin {
+    origin: String,
+    why: &'static str,
+}
+
+impl fmt::Display for InvalidOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid origin {:?}: {}", self.origin, self.why)
+    }
+}
+
+impl std::error::Error for InvalidOrigin {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(text: &str) -> Result<String, String> {
+        Origin::new((), text)
+            .map(|o| o.origin())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_origin_is_a_scheme_a_host_and_a_port() {
+        assert_eq!(
+            origin("http://10.0.0.1:8080").unwrap(),
+            "http://10.0.0.1:8080"
+        );
+        assert_eq!(origin("https://db.example/").unwrap(), "https://db.example");
+    }
+
+    #[test]
+    fn anything_else_is_refused_saying_why() {
+        for (text, why) in [
+            ("10.0.0.1:8080", "no scheme"),
+            ("/items", "no scheme"),
+            ("http://h/api", "a path or query"),
+            ("http://h/?a=1", "a path or query"),
+            ("not a uri", "not a URI"),
+        ] {
+            let error = origin(text).unwrap_err();
+            assert!(error.contains(why), "{text}: {error}");
+            assert!(error.contains(text), "{text}: {error}");
+        }
+        let none: [&str; 0] = [];
+        let error = Origin::replicas((), none).unwrap_err().to_string();
+        assert!(error.contains("no origin given"), "{error}");
+    }
+
+    #[test]
+    fn a_request_keeps_its_path_and_query_and_takes_the_origin() {
+        let mut origin = Origin::new(
+            tower::service_fn(|r: Request<()>| async move { Ok::<_, ()>(r.uri().clone()) }),
+            "http://10.0.0.2:9000",
+        )
+        .unwrap();
+        let mut sent = |uri: &str| -> Uri {
+            let request = Request::get(uri).body(()).unwrap();
+            futures::executor::block_on(origin.call(request)).unwrap()
+        };
+        assert_eq!(
+            sent("https://catalog/items?page=2"),
+            "http://10.0.0.2:9000/items?page=2"
+        );
+        assert_eq!(sent("/relative"), "http://10.0.0.2:9000/relative");
+    }
+}
