@@ -42,6 +42,12 @@
 //! 504, connect and timeout errors retry; `Retry-After` on 429 and 503 holds the next
 //! copy), replaced by [`HedgeMiddleware::classify`].
 //!
+//! # Copies to replicas
+//!
+//! [`HedgeMiddleware::replicas`] takes the base URLs of a backend's replicas: copy k of
+//! a call goes to base `(first + k) mod n`, its path and query kept, `first` moving on by
+//! one per call, so a hedge reaches another replica than its original.
+//!
 //! # With `reqwest-retry`
 //!
 //! Middlewares run in the order they are attached, the first outermost. Put the retry
@@ -90,6 +96,7 @@
 
 mod classify;
 mod middleware;
+mod replicas;
 
 /// The core crate, re-exported: name [`Policy`](hedging::Policy), the timers and
 /// [`Stats`](hedging::Stats) through it (`reqwest_hedging::hedging::Policy`), and they
@@ -98,6 +105,7 @@ pub use hedging;
 
 pub use crate::classify::{ClassifyResponse, DefaultClassify};
 pub use crate::middleware::HedgeMiddleware;
+pub use crate::replicas::InvalidReplica;
 /// How long a `Retry-After` header asks to wait, counted from `now`: the parser every
 /// integration shares.
 pub use hedging_http_rules::retry_after;

@@ -2,6 +2,7 @@
 
 use std::convert::Infallible;
 use std::fmt;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use hedging::timer::Timer;
@@ -12,6 +13,7 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
+use crate::replicas::{InvalidReplica, Replicas};
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
 /// has not answered within the policy's delay, a copy is sent, and the first answer
@@ -50,10 +52,19 @@ use crate::classify::{ClassifyResponse, DefaultClassify};
 /// request's `Extensions`; the extensions of the copy whose answer is returned are
 /// written back. A copy is won by its response headers: the body streams from that copy
 /// alone.
+///
+/// # Replicas
+///
+/// With [`replicas`](Self::replicas), copy k of a call goes to base URL
+/// `(first + k) mod n` instead of the request's own host, its path and query kept, and
+/// `first` moves on by one from call to call: a hedge does not follow its original to
+/// the replica that is slow, and one that refuses connections fails only its own copy
+/// (the next starts at once).
 pub struct HedgeMiddleware<T, C = DefaultClassify> {
     policy: Policy<T>,
     methods: HedgedMethods,
     classify: C,
+    replicas: Option<Arc<Replicas>>,
 }
 
 impl<T> HedgeMiddleware<T> {
@@ -63,6 +74,7 @@ impl<T> HedgeMiddleware<T> {
             policy,
             methods: HedgedMethods::default(),
             classify: DefaultClassify::new(),
+            replicas: None,
         }
     }
 }
@@ -81,7 +93,37 @@ impl<T, C> HedgeMiddleware<T, C> {
             policy: self.policy,
             methods: self.methods,
             classify,
+            replicas: self.replicas,
         }
+    }
+
+    /// Sends the copies of each call to these base URLs, copy k to base
+    /// `(first + k) mod n` with `first` moving on by one per call, each keeping the
+    /// request's path and query: `["http://10.0.0.1:8080", "http://10.0.0.2:8080"]`.
+    /// Every request then goes to one of them, whatever host its URL names: one outside
+    /// the middleware's scope, or one sent once, goes to the next call's first.
+    ///
+    /// A base is `http` or `https`, a host and a port; one with a path (other than `/`), a
+    /// query or a fragment, one that is no URL, and an empty list are an error naming the
+    /// base and why.
+    ///
+    /// ```
+    /// # use hedging::{timer::TokioTimer, Policy};
+    /// # use reqwest_hedging::HedgeMiddleware;
+    /// # let policy = Policy::builder().timer(TokioTimer::new()).build();
+    /// let hedge = HedgeMiddleware::new(policy)
+    ///     .replicas(["http://10.0.0.1:8080", "http://10.0.0.2:8080", "http://10.0.0.3:8080"])?;
+    /// // client.get("http://catalog/items?page=2"): copy 0 to 10.0.0.1:8080/items?page=2,
+    /// // its hedge to 10.0.0.2; the next call starts at 10.0.0.2.
+    /// # Ok::<(), reqwest_hedging::InvalidReplica>(())
+    /// ```
+    pub fn replicas<I>(mut self, bases: I) -> Result<Self, InvalidReplica>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        self.replicas = Some(Arc::new(Replicas::new(bases)?));
+        Ok(self)
     }
 
     /// The policy requests are hedged by; its [`stats`](Policy::stats) count them.
@@ -95,6 +137,7 @@ impl<T: fmt::Debug, C> fmt::Debug for HedgeMiddleware<T, C> {
         f.debug_struct("HedgeMiddleware")
             .field("policy", &self.policy)
             .field("methods", &self.methods.as_slice())
+            .field("replicas", &self.replicas.as_ref().map(|r| r.bases()))
             .finish_non_exhaustive()
     }
 }
@@ -114,12 +157,19 @@ where
 {
     async fn handle(
         &self,
-        request: Request,
+        mut request: Request,
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
+        let first = self.replicas.as_ref().map(|replicas| replicas.first());
+        let send_to = |request: &mut Request, copy: usize| {
+            if let (Some(replicas), Some(first)) = (&self.replicas, first) {
+                replicas.send_to(request.url_mut(), first, copy);
+            }
+        };
         if !self.methods.hedges(request.method(), extensions) {
             self.policy.count_out_of_scope();
+            send_to(&mut request, 0);
             return next.run(request, extensions).await;
         }
         // `None` for a streaming body: the original goes alone, and no copy follows it.
@@ -129,11 +179,12 @@ where
         let max_copies = if template.is_some() { usize::MAX } else { 1 };
         let mut original = Some(request);
         let caller_extensions = extensions.clone();
-        let answer = (|_: Attempt| {
-            let request = match original.take() {
+        let answer = (|attempt: Attempt| {
+            let mut request = match original.take() {
                 Some(request) => request,
                 None => template.as_ref()?.try_clone()?,
             };
+            send_to(&mut request, attempt.index());
             let mut copy_extensions = caller_extensions.clone();
             let next = next.clone();
             Some(async move {
