@@ -93,3 +93,37 @@ async fn for_tonic_keeps_the_policy_and_the_channel() {
     let _channel: &Channel = service.get_ref();
     let _channel: Channel = service.into_inner();
 }
+
+#[tokio::test]
+async fn for_tonic_over_replicas_sends_the_hedge_to_the_next_channel() {
+    let clock = VirtualClock::new();
+    let mut servers = Vec::new();
+    let mut channels = Vec::new();
+    for _ in 0..2 {
+        let server = Server::grpc(scripted(), clock.clock()).await.unwrap();
+        channels.push(server.channel().await.unwrap());
+        servers.push(server);
+    }
+    let replicas = hedging_http::hedging::tower::Replicas::new(channels);
+    let layer = GrpcHedgeLayer::new(clock.policy(2, HEDGE_DELAY)).methods(["test.Echo"]);
+    let stack = ServiceBuilder::new()
+        .layer(layer.for_tonic())
+        .service(replicas);
+    let script = "hold | ok";
+
+    let reply = tokio::spawn(say(stack, request(script, b"payload"), SAY));
+    clock.hedge(&servers[0], script, 1, HEDGE_DELAY).await;
+
+    assert_eq!(
+        reply.await.unwrap().unwrap().attempt,
+        1,
+        "the hedge answered"
+    );
+    assert_eq!(
+        attempts(&servers[0], script),
+        [0],
+        "the original, on the first"
+    );
+    assert_eq!(attempts(&servers[1], script), [1], "the hedge, on the next");
+    servers[0].until_dropped(1).await;
+}
