@@ -1,5 +1,6 @@
 //! The HTTP rules every hedging integration shares: which requests a layer hedges, what
-//! a response's status means, and how long `Retry-After` holds the next copy.
+//! a response's status means, how long `Retry-After` holds the next copy, and what a
+//! replica's address may be ([`origin`]).
 //!
 //! `hedging-http` (tower services, hyper-util, tonic) and `reqwest-hedging` build on
 //! these, so one request is judged the same way by both; each re-exports what its users
@@ -76,10 +77,12 @@
 /// they are always the version this crate was built with.
 pub use hedging;
 
+mod origin;
 mod retry_after;
 mod scope;
 mod status;
 
+pub use crate::origin::{origin, InvalidOrigin};
 pub use crate::retry_after::retry_after;
 pub use crate::scope::{HedgedMethods, NoHedge, DEFAULT_METHODS};
 pub use crate::status::status_verdict;

@@ -150,8 +150,11 @@ pub use hedging;
 
 pub use crate::body::ReplayBody;
 pub use crate::hedge::{HttpHedge, HttpHedgeLayer, ResponseFuture};
-pub use crate::origin::{InvalidOrigin, Origin};
+pub use crate::origin::Origin;
 pub use crate::verdict::{default_verdict, retry_after, DefaultVerdict};
+/// An origin [`Origin`] cannot send to, with why: the rule of
+/// [`hedging_http_rules::origin`], shared with `reqwest-hedging`.
+pub use hedging_http_rules::InvalidOrigin;
 /// The request extension that sends a request once, unhedged, whatever its method; the
 /// same type `reqwest-hedging` reads.
 ///

@@ -5,6 +5,7 @@ use core::fmt;
 use core::task::{Context, Poll};
 
 use hedging::tower::Replicas;
+use hedging_http_rules::InvalidOrigin;
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri};
 use tower_service::Service;
@@ -42,21 +43,10 @@ pub struct Origin<S> {
 
 impl<S> Origin<S> {
     /// Sends every request through `inner` to `origin`: `http://host:port`, or `https://`;
-    /// a path of `/` is allowed, any other path, a query or a fragment is not.
+    /// a path of `/` is allowed, any other path or a query is not
+    /// ([`hedging_http_rules::origin`], the rule `reqwest-hedging` follows too).
     pub fn new(inner: S, origin: &str) -> Result<Self, InvalidOrigin> {
-        let invalid = |why| InvalidOrigin {
-            origin: origin.into(),
-            why,
-        };
-        let uri: Uri = origin.parse().map_err(|_| invalid("not a URI"))?;
-        let parts = uri.into_parts();
-        let scheme = parts.scheme.ok_or(invalid("no scheme"))?;
-        let authority = parts.authority.ok_or(invalid("no host"))?;
-        if parts.path_and_query.is_some_and(|p| p.as_str() != "/") {
-            return Err(invalid(
-                "a path or query; an origin is scheme, host and port",
-            ));
-        }
+        let (scheme, authority) = hedging_http_rules::origin(origin)?;
         Ok(Origin {
             inner,
             scheme,
@@ -77,10 +67,7 @@ impl<S> Origin<S> {
             .map(|origin| Origin::new(inner.clone(), origin.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
         if replicas.is_empty() {
-            return Err(InvalidOrigin {
-                origin: String::new(),
-                why: "no origin given; a set needs at least one",
-            });
+            return Err(InvalidOrigin::none_given());
         }
         Ok(Replicas::new(replicas))
     }
@@ -130,53 +117,14 @@ impl<S> fmt::Debug for Origin<S> {
     }
 }
 
-/// An origin [`Origin`] cannot send to, with why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidOrigin {
-    origin: String,
-    why: &'static str,
-}
-
-impl fmt::Display for InvalidOrigin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid origin {:?}: {}", self.origin, self.why)
-    }
-}
-
-impl std::error::Error for InvalidOrigin {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn origin(text: &str) -> Result<String, String> {
-        Origin::new((), text)
-            .map(|o| o.origin())
-            .map_err(|e| e.to_string())
-    }
-
     #[test]
-    fn an_origin_is_a_scheme_a_host_and_a_port() {
-        assert_eq!(
-            origin("http://10.0.0.1:8080").unwrap(),
-            "http://10.0.0.1:8080"
-        );
-        assert_eq!(origin("https://db.example/").unwrap(), "https://db.example");
-    }
-
-    #[test]
-    fn anything_else_is_refused_saying_why() {
-        for (text, why) in [
-            ("10.0.0.1:8080", "no scheme"),
-            ("/items", "no scheme"),
-            ("http://h/api", "a path or query"),
-            ("http://h/?a=1", "a path or query"),
-            ("not a uri", "not a URI"),
-        ] {
-            let error = origin(text).unwrap_err();
-            assert!(error.contains(why), "{text}: {error}");
-            assert!(error.contains(text), "{text}: {error}");
-        }
+    fn an_invalid_origin_or_none_is_an_error() {
+        let error = Origin::new((), "http://h/api").unwrap_err().to_string();
+        assert!(error.contains("a path or query"), "{error}");
         let none: [&str; 0] = [];
         let error = Origin::replicas((), none).unwrap_err().to_string();
         assert!(error.contains("no origin given"), "{error}");

@@ -7,7 +7,6 @@
 
 mod grpc_scene;
 
-use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
 use grpc_scene::{echo, hedged};
@@ -16,22 +15,12 @@ use hedging_http::grpc::GrpcHedgeLayer;
 use hedging_http::{HttpHedgeLayer, Origin};
 use hedging_test_server::grpc::{attempt, say, SAY};
 use hedging_test_server::http::{client, full, scripted, RequestBody};
-use hedging_test_server::{always, Answer, Hold, Server, VirtualClock};
+use hedging_test_server::{always, refusing_address, Answer, Hold, Server, VirtualClock};
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::{Layer, ServiceExt};
 
 const HEDGE_DELAY: Duration = Duration::from_millis(20);
-
-/// An address on loopback where nothing listens: a connection to it is refused at once.
-fn refusing_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
-}
-
-fn origin(addr: SocketAddr) -> String {
-    format!("http://{addr}")
-}
 
 /// A GET for `path` to a host no replica is; `Origin` sends it to its own.
 fn get(path: &str) -> Request<RequestBody> {
@@ -44,7 +33,7 @@ fn get(path: &str) -> Request<RequestBody> {
 fn seen_at(servers: &[&Server], path: &str) -> Vec<Vec<Duration>> {
     servers
         .iter()
-        .map(|server| server.arrivals(path).iter().map(|a| a.at).collect())
+        .map(|server| server.arrived_at(path))
         .collect()
 }
 
@@ -56,7 +45,7 @@ async fn hyper_copy_k_reaches_origin_first_plus_k_and_the_next_call_starts_one_o
         let holding = always(Answer::ok().hold(Hold::Released));
         servers.push(Server::http(holding, clock.clock()).await.unwrap());
     }
-    let origins = servers.iter().map(|s| origin(s.addr));
+    let origins = servers.iter().map(|s| s.origin());
     let hedged = HttpHedgeLayer::new(clock.policy(3, HEDGE_DELAY))
         .layer(Origin::replicas(client(), origins).unwrap());
 
@@ -93,7 +82,7 @@ async fn hyper_a_stalled_replica_is_rescued_by_the_next() {
         .await
         .unwrap();
     let quick = Server::http(scripted(), clock.clock()).await.unwrap();
-    let origins = [origin(stalled.addr), origin(quick.addr)];
+    let origins = [stalled.origin(), quick.origin()];
     let policy = clock.policy(2, HEDGE_DELAY);
     let hedged =
         HttpHedgeLayer::new(policy.clone()).layer(Origin::replicas(client(), origins).unwrap());
@@ -122,9 +111,9 @@ async fn hyper_a_refusing_replica_is_skipped_at_once() {
     let quick = Server::http(scripted(), clock.clock()).await.unwrap();
     let other = Server::http(scripted(), clock.clock()).await.unwrap();
     let origins = [
-        origin(refusing_address()),
-        origin(quick.addr),
-        origin(other.addr),
+        format!("http://{}", refusing_address()),
+        quick.origin(),
+        other.origin(),
     ];
     let policy = clock.policy(3, HEDGE_DELAY);
     let hedged =
@@ -215,9 +204,10 @@ async fn grpc_a_refusing_replica_is_skipped_at_once() {
     let quick = Server::grpc(hedging_test_server::grpc::scripted(), clock.clock())
         .await
         .unwrap();
-    let refusing = tonic::transport::Endpoint::from_shared(origin(refusing_address()))
-        .unwrap()
-        .connect_lazy();
+    let refusing =
+        tonic::transport::Endpoint::from_shared(format!("http://{}", refusing_address()))
+            .unwrap()
+            .connect_lazy();
     let replicas = Replicas::new([refusing, quick.channel().await.unwrap()]);
     let policy = clock.policy(2, HEDGE_DELAY);
     let layer = GrpcHedgeLayer::new(policy.clone()).all_methods();
@@ -237,7 +227,7 @@ async fn a_layer_over_replicas_of_one_origin_sends_every_copy_there() {
     let clock = VirtualClock::new();
     let server = Server::http(scripted(), clock.clock()).await.unwrap();
     let hedged = HttpHedgeLayer::new(clock.policy(2, HEDGE_DELAY))
-        .layer(Origin::replicas(client(), [origin(server.addr)]).unwrap());
+        .layer(Origin::replicas(client(), [server.origin()]).unwrap());
 
     let request = server.request(Method::GET, "/one", "hold | ok", full(""));
     let mut request = request;

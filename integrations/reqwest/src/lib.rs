@@ -105,10 +105,12 @@ pub use hedging;
 
 pub use crate::classify::{ClassifyResponse, DefaultClassify};
 pub use crate::middleware::HedgeMiddleware;
-pub use crate::replicas::InvalidReplica;
 /// How long a `Retry-After` header asks to wait, counted from `now`: the parser every
 /// integration shares.
 pub use hedging_http_rules::retry_after;
+/// A base URL [`HedgeMiddleware::replicas`] cannot send to, with why: the rule every
+/// integration shares (`hedging_http_rules::origin`).
+pub use hedging_http_rules::InvalidOrigin;
 /// Opts one request out of hedging: insert it in the request's extensions and the
 /// request is sent once, as if the middleware were not there, and counted in the
 /// policy's `out_of_scope`, not in its `calls`. The same type `hedging-http` reads.

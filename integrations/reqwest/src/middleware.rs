@@ -13,7 +13,8 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
-use crate::replicas::{InvalidReplica, Replicas};
+use crate::replicas::Replicas;
+use hedging_http_rules::InvalidOrigin;
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
 /// has not answered within the policy's delay, a copy is sent, and the first answer
@@ -103,9 +104,10 @@ impl<T, C> HedgeMiddleware<T, C> {
     /// Every request then goes to one of them, whatever host its URL names: one outside
     /// the middleware's scope, or one sent once, goes to the next call's first.
     ///
-    /// A base is `http` or `https`, a host and a port; one with a path (other than `/`), a
-    /// query or a fragment, one that is no URL, and an empty list are an error naming the
-    /// base and why.
+    /// A base is an origin, `http` or `https`, a host and a port; one with a path (other
+    /// than `/`) or a query, one that is no URL, and an empty list are an
+    /// [`InvalidOrigin`] naming the base and why (the rule of
+    /// [`hedging_http_rules::origin`], which `hedging-http`'s `Origin` follows too).
     ///
     /// ```
     /// # use hedging::{timer::TokioTimer, Policy};
@@ -115,9 +117,9 @@ impl<T, C> HedgeMiddleware<T, C> {
     ///     .replicas(["http://10.0.0.1:8080", "http://10.0.0.2:8080", "http://10.0.0.3:8080"])?;
     /// // client.get("http://catalog/items?page=2"): copy 0 to 10.0.0.1:8080/items?page=2,
     /// // its hedge to 10.0.0.2; the next call starts at 10.0.0.2.
-    /// # Ok::<(), reqwest_hedging::InvalidReplica>(())
+    /// # Ok::<(), reqwest_hedging::InvalidOrigin>(())
     /// ```
-    pub fn replicas<I>(mut self, bases: I) -> Result<Self, InvalidReplica>
+    pub fn replicas<I>(mut self, bases: I) -> Result<Self, InvalidOrigin>
     where
         I: IntoIterator,
         I::Item: AsRef<str>,

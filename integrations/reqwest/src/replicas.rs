@@ -1,9 +1,9 @@
 //! The base URLs a [`HedgeMiddleware`](crate::HedgeMiddleware) spreads a call's copies
 //! over, and the rotation that picks each call's first.
 
-use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
+use hedging_http_rules::InvalidOrigin;
 use reqwest::Url;
 
 /// The replicas of [`HedgeMiddleware::replicas`](crate::HedgeMiddleware::replicas):
@@ -16,7 +16,7 @@ pub(crate) struct Replicas {
 }
 
 impl Replicas {
-    pub(crate) fn new<I>(bases: I) -> Result<Replicas, InvalidReplica>
+    pub(crate) fn new<I>(bases: I) -> Result<Replicas, InvalidOrigin>
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
@@ -26,10 +26,7 @@ impl Replicas {
             .map(|base| parse(base.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
         if bases.is_empty() {
-            return Err(InvalidReplica {
-                base: String::new(),
-                why: "no base URL given; a set needs at least one",
-            });
+            return Err(InvalidOrigin::none_given());
         }
         Ok(Replicas {
             bases,
@@ -56,41 +53,11 @@ impl Replicas {
     }
 }
 
-fn parse(base: &str) -> Result<Url, InvalidReplica> {
-    let invalid = |why| InvalidReplica {
-        base: base.into(),
-        why,
-    };
-    let url = Url::parse(base).map_err(|_| invalid("not a URL"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("not http or https"));
-    }
-    if url.host().is_none() {
-        return Err(invalid("no host"));
-    }
-    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid(
-            "a path, query or fragment; a base is scheme, host and port",
-        ));
-    }
-    Ok(url)
+/// A base URL: an origin by the rule every integration shares.
+fn parse(base: &str) -> Result<Url, InvalidOrigin> {
+    let (scheme, authority) = hedging_http_rules::origin(base)?;
+    Ok(Url::parse(&format!("{scheme}://{authority}/")).expect("an origin is a URL"))
 }
-
-/// A base URL [`HedgeMiddleware::replicas`](crate::HedgeMiddleware::replicas) cannot
-/// send to, with why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidReplica {
-    base: String,
-    why: &'static str,
-}
-
-impl fmt::Display for InvalidReplica {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid replica base URL {:?}: {}", self.base, self.why)
-    }
-}
-
-impl std::error::Error for InvalidReplica {}
 
 #[cfg(test)]
 mod tests {
@@ -103,21 +70,17 @@ mod tests {
     }
 
     #[test]
-    fn anything_else_is_refused_naming_the_base_and_why() {
-        for (base, why) in [
-            ("10.0.0.1:8080", "not"),
-            ("ftp://h/", "not http or https"),
-            ("http://h/api", "a path, query or fragment"),
-            ("http://h/?a=1", "a path, query or fragment"),
-            ("no url", "not a URL"),
-        ] {
-            let error = Replicas::new([base]).unwrap_err().to_string();
-            assert!(error.contains(why), "{base}: {error}");
-            assert!(error.contains(base), "{base}: {error}");
-        }
+    fn a_base_that_is_not_an_origin_or_none_is_an_error() {
+        let error = Replicas::new(["http://a:1", "http://h/api"]).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("\"http://h/api\": a path or query"),
+            "{error}"
+        );
         let none: [&str; 0] = [];
         let error = Replicas::new(none).unwrap_err().to_string();
-        assert!(error.contains("no base URL given"), "{error}");
+        assert!(error.contains("no origin given"), "{error}");
     }
 
     #[test]

@@ -3,11 +3,10 @@
 //! per call; a stalled replica is rescued by the next; a refusing one is skipped at once.
 //! Time is virtual; which copy reached which server is the servers' own log.
 
-use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
 use hedging_test_server::http::scripted;
-use hedging_test_server::{always, Answer, Hold, Server, VirtualClock};
+use hedging_test_server::{always, refusing_address, Answer, Hold, Server, VirtualClock};
 use reqwest::StatusCode;
 use reqwest_hedging::hedging::timer::ManualTimer;
 use reqwest_hedging::hedging::Policy;
@@ -15,18 +14,6 @@ use reqwest_hedging::HedgeMiddleware;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 
 const DELAY: Duration = Duration::from_millis(20);
-
-fn base(addr: SocketAddr) -> String {
-    format!("http://{addr}")
-}
-
-/// An address on loopback where nothing listens: a connection to it is refused at once.
-fn refusing_address() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 fn client(
     policy: Policy<ManualTimer>,
@@ -42,7 +29,7 @@ fn client(
 fn seen_at(servers: &[&Server], path: &str) -> Vec<Vec<Duration>> {
     servers
         .iter()
-        .map(|server| server.arrivals(path).iter().map(|a| a.at).collect())
+        .map(|server| server.arrived_at(path))
         .collect()
 }
 
@@ -59,7 +46,7 @@ async fn holding_servers(clock: &VirtualClock) -> Vec<Server> {
 async fn copy_k_reaches_base_first_plus_k_keeping_path_and_query_and_the_next_call_starts_one_on() {
     let clock = VirtualClock::new();
     let servers = holding_servers(&clock).await;
-    let client = client(clock.policy(3, DELAY), servers.iter().map(|s| base(s.addr)));
+    let client = client(clock.policy(3, DELAY), servers.iter().map(|s| s.origin()));
 
     for (call, path) in ["/first", "/second"].into_iter().enumerate() {
         let order: Vec<&Server> = (0..3).map(|k| &servers[(call + k) % 3]).collect();
@@ -93,7 +80,7 @@ async fn a_stalled_replica_is_rescued_by_the_next() {
         .unwrap();
     let quick = Server::http(scripted(), clock.clock()).await.unwrap();
     let policy = clock.policy(2, DELAY);
-    let client = client(policy.clone(), [base(stalled.addr), base(quick.addr)]);
+    let client = client(policy.clone(), [stalled.origin(), quick.origin()]);
 
     let response = tokio::spawn(client.get("http://catalog.internal/item").send());
     clock.hedge(&stalled, "/item", 1, DELAY).await;
@@ -115,7 +102,11 @@ async fn a_refusing_replica_is_skipped_at_once() {
     let quick = Server::http(scripted(), clock.clock()).await.unwrap();
     let other = Server::http(scripted(), clock.clock()).await.unwrap();
     let policy = clock.policy(3, DELAY);
-    let bases = [base(refusing_address()), base(quick.addr), base(other.addr)];
+    let bases = [
+        format!("http://{}", refusing_address()),
+        quick.origin(),
+        other.origin(),
+    ];
     let client = client(policy.clone(), bases);
 
     // No time passes: the refused copy fails, and the next starts at once.
@@ -143,7 +134,7 @@ async fn a_request_outside_the_scope_goes_once_to_the_next_replica() {
         Server::http(scripted(), clock.clock()).await.unwrap(),
     ];
     let policy = clock.policy(2, DELAY);
-    let client = client(policy.clone(), servers.iter().map(|s| base(s.addr)));
+    let client = client(policy.clone(), servers.iter().map(|s| s.origin()));
 
     for _ in 0..3 {
         let post = client.post("http://catalog.internal/order").body("one");
@@ -163,6 +154,6 @@ fn a_base_that_is_not_an_origin_is_an_error_naming_it() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "invalid replica base URL \"http://10.0.0.2:8080/api\": a path, query or fragment; a base is scheme, host and port"
+        "invalid origin \"http://10.0.0.2:8080/api\": a path or query; an origin is scheme, host and port"
     );
 }

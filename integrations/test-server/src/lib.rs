@@ -37,7 +37,7 @@ mod virtual_clock;
 pub use crate::answer::{always, one_in, Answer, Behavior, Reply, SCRIPT};
 pub use crate::log::{real_clock, until, Arrival, Clock, Hold, Log, HANG_GUARD};
 pub use crate::probe::{Counted, Probe, ProbeHandle, Tally};
-pub use crate::server::Server;
+pub use crate::server::{refusing_address, Server};
 pub use crate::virtual_clock::{
     overtakes_the_stall, tokio_policy, VirtualClock, NEVER, SMOKE_STALL,
 };

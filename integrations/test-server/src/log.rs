@@ -155,6 +155,12 @@ impl Log {
             .collect()
     }
 
+    /// When each arrival with `key` came, in order: one entry per copy this server was
+    /// sent, which tells the copies of a call apart when each went to another server.
+    pub fn arrived_at(&self, key: &str) -> Vec<Duration> {
+        self.arrivals(key).iter().map(|a| a.at).collect()
+    }
+
     /// Every arrival, in order.
     pub fn all(&self) -> Vec<Arrival> {
         self.state.borrow().arrivals.clone()

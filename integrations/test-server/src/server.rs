@@ -22,6 +22,14 @@ pub struct Server {
     log: Log,
 }
 
+/// An address on 127.0.0.1 where nothing listens: a connection to it is refused at once
+/// (a port just bound and let go).
+pub fn refusing_address() -> SocketAddr {
+    let listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("a free port on loopback");
+    listener.local_addr().expect("a bound address")
+}
+
 impl Server {
     /// Binds 127.0.0.1 on a free port (TCP nodelay on for every connection).
     pub(crate) async fn bind(log: Log) -> std::io::Result<(TcpListener, Server)> {
@@ -33,6 +41,11 @@ impl Server {
     /// `http://127.0.0.1:port` and `path`.
     pub fn uri(&self, path: &str) -> Uri {
         self.url(path).parse().expect("a valid uri")
+    }
+
+    /// `http://127.0.0.1:port`: this server as an origin.
+    pub fn origin(&self) -> String {
+        self.url("")
     }
 
     /// `http://127.0.0.1:port` and `path`, as text.
