@@ -49,13 +49,9 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// | [`on_hedge`](Self::on_hedge) | none |
 /// | `catch_unwind` | off |
 /// | [`replace_failed`](Self::replace_failed) | off |
-#[cfg_attr(
-    feature = "futures-timer",
-    doc = "| [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |"
-)]
-#[cfg_attr(
-    not(feature = "futures-timer"),
-    doc = "| [`timer`](Self::timer) | [`DefaultTimer`]: `FuturesTimer` with the `futures-timer` feature |"
+#[doc = crate::feature_doc::with_futures_timer!(
+    "| [`timer`](Self::timer) | [`DefaultTimer`]: [`FuturesTimer`](crate::timer::FuturesTimer) with the `futures-timer` feature |",
+    "| [`timer`](Self::timer) | [`DefaultTimer`]: `FuturesTimer` with the `futures-timer` feature |"
 )]
 ///
 /// The mode methods ([`delay`](Self::delay), [`parallel`](Self::parallel),
@@ -388,13 +384,9 @@ impl<T> PolicyBuilder<T> {
         self
     }
 
-    #[cfg_attr(
-        feature = "std",
-        doc = "The clock that times the copies, such as [`ManualTimer`](crate::timer::ManualTimer) in tests."
-    )]
-    #[cfg_attr(
-        not(feature = "std"),
-        doc = "The clock that times the copies, such as `ManualTimer` (feature `std`) in tests."
+    #[doc = crate::feature_doc::with_std!(
+        "The clock that times the copies, such as [`ManualTimer`](crate::timer::ManualTimer) in tests.",
+        "The clock that times the copies, such as `ManualTimer` (feature `std`) in tests."
     )]
     pub fn timer<U: Timer>(self, timer: U) -> PolicyBuilder<U> {
         PolicyBuilder {

@@ -94,13 +94,9 @@ use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 ///
 /// A copy that panics, and the factory when it panics making a copy, unwind through
 /// `poll` unless the policy enables
-#[cfg_attr(
-    feature = "std",
-    doc = "[`catch_unwind`](crate::PolicyBuilder::catch_unwind); then the copy counts as failed"
-)]
-#[cfg_attr(
-    not(feature = "std"),
-    doc = "`catch_unwind`; then the copy counts as failed"
+#[doc = crate::feature_doc::with_std!(
+    "[`catch_unwind`](crate::PolicyBuilder::catch_unwind); then the copy counts as failed",
+    "`catch_unwind`; then the copy counts as failed"
 )]
 /// (the next one starts at once if none is in flight), and only a race with no win and
 /// no error to return resumes the lowest-index panic, after every copy is dropped. A
@@ -251,12 +247,9 @@ impl<F: Factory> Copier for FutureCopier<'_, F> {
     }
 }
 
-impl<F, P, C, D> FusedFuture for Hedge<F, P, C, D>
+impl<F: Factory, P: AsPolicy, C, D> FusedFuture for Hedge<F, P, C, D>
 where
-    F: Factory,
-    P: AsPolicy,
-    C: Classify<F::Ok, F::Error>,
-    D: Deadlines<F::Error>,
+    Self: Future,
 {
     fn is_terminated(&self) -> bool {
         self.call.state.phase == Phase::Done

@@ -165,6 +165,7 @@ pub mod config;
 mod copies;
 mod ext;
 mod factory;
+mod feature_doc;
 mod hedge;
 mod policy;
 mod race;

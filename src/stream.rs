@@ -167,12 +167,9 @@ impl<F: StreamFactory> Copier for StreamCopier<'_, F> {
     }
 }
 
-impl<F, P, C, D> FusedStream for HedgeStream<F, P, C, D>
+impl<F: StreamFactory, P: AsPolicy, C, D> FusedStream for HedgeStream<F, P, C, D>
 where
-    F: StreamFactory,
-    P: AsPolicy,
-    C: Classify<F::Ok, F::Error>,
-    D: Deadlines<F::Error>,
+    Self: Stream,
 {
     fn is_terminated(&self) -> bool {
         match self.committed {
