@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The default run drives every call on `ManualTimer` (virtual time), so its figures are
-//! the same on every machine; `tests/lab.rs` asserts its acceptance lines. It writes the
+//! the same on every machine; `lab/tests/lab.rs` asserts its acceptance lines. It writes the
 //! latency CDFs to `target/tail_latency.svg`.
 
 #[path = "lab/mod.rs"]

@@ -1,7 +1,7 @@
 //! The tail-latency lab: simulated backends on `ManualTimer`, driven by a small
 //! deterministic executor, so every figure is the same on every machine and every run.
 //!
-//! Shared by `examples/tail_latency.rs` (which prints it) and `tests/lab.rs` (which asserts
+//! Shared by `examples/tail_latency.rs` (which prints it) and `lab/tests/lab.rs` (which asserts
 //! the acceptance lines on the very same figures). `engine` runs the calls; each workload
 //! family has its file (`independent` for (a)-(d), `queueing` and its `servers` for (e));
 //! `report` and `queue_report` turn runs into tables and acceptance lines, `chart` into the

@@ -1,7 +1,7 @@
 //! The tail-latency lab's acceptance lines, asserted on the same deterministic figures
 //! `cargo run --release --example tail_latency` prints.
 
-#[path = "../examples/lab/mod.rs"]
+#[path = "../../examples/lab/mod.rs"]
 mod lab;
 
 use std::sync::OnceLock;
