@@ -129,42 +129,4 @@ fn main() {
         "{}",
         compare(&rt, "tonic unary, HTTP/2", plain_say, hedged_say)
     );
-
-    // The same rows with an earlier timer already pending on the runtime: tokio wakes its
-    // driver (a write to its eventfd, and one more turn of the event loop) when a timer
-    // is armed earlier than every pending one, as each call's hedge timer is when it is
-    // the only one. Beside a timer due sooner, arming one costs only its wheel slot.
-    let _earlier = rt.block_on(async {
-        let mut earlier = Box::pin(tokio::time::sleep(Duration::from_secs(3600)));
-        assert!(futures::poll!(earlier.as_mut()).is_pending());
-        earlier
-    });
-    let pending = ", an earlier timer pending";
-    println!(
-        "{}",
-        compare(
-            &rt,
-            &format!("{timer_row}{pending}"),
-            plain_get,
-            timer_beside_get
-        )
-    );
-    println!(
-        "{}",
-        compare(
-            &rt,
-            &format!("hyper GET, HTTP/1.1{pending}"),
-            plain_get,
-            hedged_get
-        )
-    );
-    println!(
-        "{}",
-        compare(
-            &rt,
-            &format!("tonic unary, HTTP/2{pending}"),
-            plain_say,
-            hedged_say
-        )
-    );
 }
