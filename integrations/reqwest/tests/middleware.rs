@@ -3,9 +3,12 @@
 //! counts the copies it receives. The policy runs on a virtual clock the tests advance;
 //! no test waits for time, and one smoke test runs on the real clock.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use common::{send, send_held, text};
 use futures::stream;
 use hedging::timer::{ManualTimer, Timer};
 use hedging::{Policy, Stats, Verdict};
@@ -51,17 +54,6 @@ async fn setup() -> (
     (clock, server, policy, client)
 }
 
-/// Sends `request` on a task of its own.
-fn send(request: RequestBuilder) -> tokio::task::JoinHandle<reqwest_middleware::Result<Response>> {
-    tokio::spawn(request.send())
-}
-
-async fn text(response: reqwest_middleware::Result<Response>) -> (StatusCode, String) {
-    let response = response.expect("a response");
-    let status = response.status();
-    (status, response.text().await.expect("a body"))
-}
-
 /// Sends `request` and waits for its answer with no virtual time passing: a call with
 /// nothing left to wait for returns at once. Its status.
 async fn answered_at_once(clock: &VirtualClock, request: RequestBuilder) -> StatusCode {
@@ -70,19 +62,6 @@ async fn answered_at_once(clock: &VirtualClock, request: RequestBuilder) -> Stat
         .expect("held, though no copy could follow");
     assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
     text(answer).await.0
-}
-
-/// Sends a request whose copies are held, lets virtual time pass far beyond any delay,
-/// then releases them: what answered, once nothing could have hedged.
-async fn send_held(
-    clock: &VirtualClock,
-    server: &Server,
-    path: &str,
-    request: RequestBuilder,
-) -> (StatusCode, String) {
-    let call = send(request.header(SCRIPT, "hold"));
-    clock.release(server, path).await;
-    text(call.await.unwrap()).await
 }
 
 #[tokio::test]

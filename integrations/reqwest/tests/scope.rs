@@ -6,16 +6,19 @@
 //! is counted in `out_of_scope` instead. The rule is `hedging-http-rules`' "Which
 //! requests are counted".
 
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::{send_held, text};
 use futures::stream;
 use hedging::Stats;
 use hedging_test_server::http::scripted;
 use hedging_test_server::{Server, VirtualClock, SCRIPT};
-use reqwest::{Method, Response, StatusCode};
+use reqwest::Method;
 use reqwest_hedging::{HedgeMiddleware, NoHedge};
-use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, RequestBuilder};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 
 const DELAY: Duration = Duration::from_millis(20);
 
@@ -31,25 +34,6 @@ fn client(hedge: HedgeMiddleware<hedging::timer::ManualTimer>) -> ClientWithMidd
     ClientBuilder::new(reqwest::Client::new())
         .with(hedge)
         .build()
-}
-
-async fn text(response: reqwest_middleware::Result<Response>) -> (StatusCode, String) {
-    let response = response.expect("a response");
-    let status = response.status();
-    (status, response.text().await.expect("a body"))
-}
-
-/// Sends a request whose copies are held, lets virtual time pass far beyond any delay,
-/// then releases them: what answered, once nothing could have hedged.
-async fn send_held(
-    clock: &VirtualClock,
-    server: &Server,
-    path: &str,
-    request: RequestBuilder,
-) -> (StatusCode, String) {
-    let call = tokio::spawn(request.header(SCRIPT, "hold").send());
-    clock.release(server, path).await;
-    text(call.await.unwrap()).await
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::answer::{Answer, Behavior, Reply, SCRIPT};
 use crate::log::{Clock, Log};
-use crate::server::{serve, Server};
+use crate::server::{read_whole, serve, Server};
 use crate::Error;
 
 /// The behaviour of most tests: each request answers as its `x-script` header says
@@ -48,12 +48,7 @@ async fn answer(
     log: Log,
     request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
-    let (parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let (parts, body) = read_whole(request).await;
     let path = parts.uri.path().to_owned();
     let arrival = log.arrive(path.clone(), parts.method, path, parts.headers, body);
     let answering = log.answering();

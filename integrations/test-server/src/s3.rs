@@ -28,7 +28,7 @@ use tokio::net::TcpListener;
 use crate::answer::Behavior;
 use crate::log::{Clock, Log};
 use crate::object::HyperConnector;
-use crate::server::{serve, Server};
+use crate::server::{read_whole, serve, Server};
 use crate::Error;
 
 /// The bucket every [`S3`] server has.
@@ -131,12 +131,7 @@ async fn forward(
     s3: SocketAddr,
     request: Request<Incoming>,
 ) -> Result<Response<ProxyBody>, Infallible> {
-    let (mut parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let (mut parts, body) = read_whole(request).await;
     let path = parts.uri.path().to_owned();
     let arrival = log.arrive(
         path.clone(),

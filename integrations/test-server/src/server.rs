@@ -5,6 +5,7 @@ use std::ops::Deref;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, Uri};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -72,6 +73,17 @@ impl Deref for Server {
     fn deref(&self) -> &Log {
         &self.log
     }
+}
+
+/// A request read whole: its head, and its body (empty if reading it failed).
+pub(crate) async fn read_whole(request: Request<Incoming>) -> (http::request::Parts, Bytes) {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    (parts, body)
 }
 
 /// Serves HTTP/1.1 and HTTP/2 on every connection `listener` accepts, each with the
