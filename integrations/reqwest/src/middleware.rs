@@ -7,14 +7,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use hedging::timer::Timer;
 use hedging::{Attempt, Hedgeable, Policy};
-use hedging_http_rules::HedgedMethods;
+use hedging_http_rules::{HedgedMethods, InvalidOrigin};
 use http::Extensions;
 use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
 use crate::replicas::Replicas;
-use hedging_http_rules::InvalidOrigin;
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
 /// has not answered within the policy's delay, a copy is sent, and the first answer
