@@ -82,7 +82,7 @@ mod retry_after;
 mod scope;
 mod status;
 
-pub use crate::origin::{origin, InvalidOrigin};
+pub use crate::origin::{origin, origins, InvalidOrigin};
 pub use crate::retry_after::retry_after;
 pub use crate::scope::{HedgedMethods, NoHedge, DEFAULT_METHODS};
 pub use crate::status::status_verdict;

@@ -41,24 +41,34 @@ pub fn origin(text: &str) -> Result<(Scheme, Authority), InvalidOrigin> {
     Ok((scheme, authority))
 }
 
+/// Reads each of `texts` as an [`origin`], in order: the set a call's copies go round.
+/// The first that is not an origin, or an empty list, is an [`InvalidOrigin`].
+pub fn origins<I>(texts: I) -> Result<Vec<(Scheme, Authority)>, InvalidOrigin>
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
+    let origins = texts
+        .into_iter()
+        .map(|text| origin(text.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if origins.is_empty() {
+        return Err(InvalidOrigin {
+            origin: String::new(),
+            why: NO_ORIGIN,
+        });
+    }
+    Ok(origins)
+}
+
 /// The error of a list of origins that is empty.
-pub(crate) const NO_ORIGIN: &str = "no origin given; a set needs at least one";
+const NO_ORIGIN: &str = "no origin given; a set needs at least one";
 
 /// An origin a copy cannot be sent to, with why; see [`origin`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InvalidOrigin {
     origin: String,
     why: &'static str,
-}
-
-impl InvalidOrigin {
-    /// The error of an empty list of origins.
-    pub fn none_given() -> Self {
-        InvalidOrigin {
-            origin: String::new(),
-            why: NO_ORIGIN,
-        }
-    }
 }
 
 impl fmt::Display for InvalidOrigin {
@@ -102,6 +112,7 @@ mod tests {
             assert!(error.contains(why), "{text}: {error}");
             assert!(error.contains(text), "{text}: {error}");
         }
-        assert!(InvalidOrigin::none_given().to_string().contains(NO_ORIGIN));
+        let none: [&str; 0] = [];
+        assert!(origins(none).unwrap_err().to_string().contains(NO_ORIGIN));
     }
 }

@@ -62,14 +62,14 @@ impl<S> Origin<S> {
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        let replicas = origins
-            .into_iter()
-            .map(|origin| Origin::new(inner.clone(), origin.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        if replicas.is_empty() {
-            return Err(InvalidOrigin::none_given());
-        }
-        Ok(Replicas::new(replicas))
+        let replicas = hedging_http_rules::origins(origins)?;
+        Ok(Replicas::new(replicas.into_iter().map(
+            |(scheme, authority)| Origin {
+                inner: inner.clone(),
+                scheme,
+                authority,
+            },
+        )))
     }
 
     /// The origin requests go to, as `scheme://host:port`.

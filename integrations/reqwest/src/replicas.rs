@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use hedging_http_rules::InvalidOrigin;
+use http::uri::{Authority, Scheme};
 use reqwest::Url;
 
 /// The replicas of [`HedgeMiddleware::replicas`](crate::HedgeMiddleware::replicas):
@@ -21,15 +22,9 @@ impl Replicas {
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        let bases = bases
-            .into_iter()
-            .map(|base| parse(base.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        if bases.is_empty() {
-            return Err(InvalidOrigin::none_given());
-        }
+        let bases = hedging_http_rules::origins(bases)?;
         Ok(Replicas {
-            bases,
+            bases: bases.into_iter().map(url).collect(),
             calls: AtomicUsize::new(0),
         })
     }
@@ -53,10 +48,9 @@ impl Replicas {
     }
 }
 
-/// A base URL: an origin by the rule every integration shares.
-fn parse(base: &str) -> Result<Url, InvalidOrigin> {
-    let (scheme, authority) = hedging_http_rules::origin(base)?;
-    Ok(Url::parse(&format!("{scheme}://{authority}/")).expect("an origin is a URL"))
+/// The base URL of an origin.
+fn url((scheme, authority): (Scheme, Authority)) -> Url {
+    Url::parse(&format!("{scheme}://{authority}/")).expect("an origin is a URL")
 }
 
 #[cfg(test)]
