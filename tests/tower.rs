@@ -91,6 +91,27 @@ fn hedges_a_slow_call_inside_a_service_builder() {
 }
 
 #[test]
+fn layer_call_hedges_one_request_through_a_readied_service_without_making_one() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::never(), Step::ok(2, 1)]);
+    let policy = policy(&timer, 2, 10);
+    let mut inner = Scripted::new(&backend);
+    let counts = Arc::clone(&inner.counts);
+
+    block_on(inner.ready()).unwrap();
+    let mut call = Driver::new(HedgeLayer::new(policy.clone()).call(&mut inner, 42));
+
+    assert_eq!(call.run(&timer), Ok(1));
+    assert_eq!(backend.starts(), vec![(0, ms(0)), (1, ms(10))]);
+    assert_eq!(*counts.requests.lock().unwrap(), vec![42, 42]);
+    // One clone left in `inner` for its next call, one for the hedge.
+    assert_eq!(counts.clones.load(SeqCst), 2);
+    assert_eq!(backend.alive(), 0, "the stalled original was dropped");
+    let stats = policy.stats();
+    assert_eq!((stats.calls, stats.hedges, stats.hedge_wins), (1, 1, 1));
+}
+
+#[test]
 fn hedge_orig_completes_first() {
     let timer = ManualTimer::new();
     let backend = Backend::new(&timer, [Step::ok(5, 0)]);

@@ -1,6 +1,7 @@
 //! What one copy of a [`HedgeService`](super::HedgeService) call is: the service it is
 //! sent to, driven to readiness, then called.
 
+use alloc::boxed::Box;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
@@ -56,10 +57,14 @@ where
 }
 
 impl<S: Service<Req>, Req, R> ServiceCopies<S, Req, R> {
-    /// The copies of a call whose original is `original`; `hedges` is the service that
-    /// sent it and the request to copy, `None` when the call may not hedge.
-    pub(super) fn new(original: S::Future, hedges: Option<(S, Req)>, clone_request: R) -> Self {
-        let (service, to_copy) = hedges.unzip();
+    /// The copies of a call whose original is `original`; `service` (cloned for each
+    /// hedge) and `to_copy` are `None` when the call may not hedge.
+    pub(super) fn new(
+        original: S::Future,
+        service: Option<S>,
+        to_copy: Option<Req>,
+        clone_request: R,
+    ) -> Self {
         ServiceCopies {
             original: Some(original),
             service,
@@ -81,14 +86,19 @@ pub struct CopyFuture<S: Service<Req>, Req> {
 
 #[pin_project(project = CopyStateProj)]
 enum CopyState<S: Service<Req>, Req> {
-    Readying {
-        service: S,
-        request: Option<Req>,
-    },
+    /// Boxed: only a hedge waits for readiness, so the original (sent at once, and the
+    /// only copy of most calls) takes no more room in the call than its service's future.
+    Readying(Box<Readying<S, Req>>),
     Calling {
         #[pin]
         future: S::Future,
     },
+}
+
+/// A copy's service, until it is ready for the copy's request.
+struct Readying<S, Req> {
+    service: S,
+    request: Option<Req>,
 }
 
 impl<S: Service<Req>, Req> CopyFuture<S, Req> {
@@ -100,10 +110,10 @@ impl<S: Service<Req>, Req> CopyFuture<S, Req> {
 
     pub(super) fn readying(service: S, request: Req) -> Self {
         CopyFuture {
-            state: CopyState::Readying {
+            state: CopyState::Readying(Box::new(Readying {
                 service,
                 request: Some(request),
-            },
+            })),
         }
     }
 }
@@ -116,12 +126,14 @@ impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
         loop {
             let future = match state.as_mut().project() {
                 CopyStateProj::Calling { future } => return future.poll(cx),
-                CopyStateProj::Readying { service, request } => {
-                    if let Err(error) = core::task::ready!(service.poll_ready(cx)) {
+                CopyStateProj::Readying(readying) => {
+                    if let Err(error) = core::task::ready!(readying.service.poll_ready(cx)) {
                         return Poll::Ready(Err(error));
                     }
-                    let request = request.take().expect("a copy sends its request once");
-                    service.call(request)
+                    let request = readying.request.take();
+                    readying
+                        .service
+                        .call(request.expect("a copy sends its request once"))
                 }
             };
             state.set(CopyState::Calling { future });
@@ -132,7 +144,7 @@ impl<S: Service<Req>, Req> Future for CopyFuture<S, Req> {
 impl<S: Service<Req>, Req> fmt::Debug for CopyFuture<S, Req> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match self.state {
-            CopyState::Readying { .. } => "readying",
+            CopyState::Readying(_) => "readying",
             CopyState::Calling { .. } => "calling",
         };
         f.debug_struct("CopyFuture").field("state", &state).finish()

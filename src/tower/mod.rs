@@ -187,6 +187,38 @@ impl<T, R, K> HedgeLayer<T, R, K> {
         &self.policy
     }
 
+    /// Hedges one request through `inner` as the service this layer makes would, without
+    /// making one: for middleware that picks its policy request by request. `inner` must
+    /// be ready (its `poll_ready` returned `Ready(Ok)`); it sends the original, and when
+    /// the call may hedge it is left holding an unready clone, as tower's middleware
+    /// leaves a service after `call`.
+    ///
+    /// ```
+    /// use hedging::{tower::HedgeLayer, Policy};
+    /// use tower::{service_fn, Service, ServiceExt};
+    /// # futures::executor::block_on(async {
+    /// let mut service = service_fn(|key: String| async move { Ok::<_, std::io::Error>(key.len()) });
+    /// let policy = Policy::builder().max_copies(2).build();
+    /// let ready = service.ready().await.unwrap();
+    /// assert_eq!(HedgeLayer::new(policy).call(ready, "row-7".into()).await.unwrap(), 5);
+    /// # });
+    /// ```
+    pub fn call<S, Req>(self, inner: &mut S, request: Req) -> ResponseFuture<S, Req, T, R, K>
+    where
+        S: Service<Req> + Clone,
+        T: Timer,
+        R: CloneRequest<Req>,
+    {
+        respond(
+            inner,
+            request,
+            self.policy,
+            self.clone_request,
+            self.classify,
+            self.max_copies,
+        )
+    }
+
     fn with_classify<K2>(self, classify: K2) -> HedgeLayer<T, R, K2> {
         HedgeLayer {
             policy: self.policy,
@@ -289,29 +321,57 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let max_copies = self.policy.max_copies().min(self.max_copies);
-        let first = (max_copies > 1)
-            .then(|| {
-                let original = Attempt::new(0, max_copies, Duration::ZERO);
-                self.clone_request.clone_request(&request, original)
-            })
-            .flatten();
-        let (original, copies) = match first {
-            // The original sends a copy; the call's own request stays, to copy for hedges.
-            // The readied instance sends the original; hedges ready clones of it.
-            Some(first) => {
-                let unready = self.inner.clone();
-                let mut ready = mem::replace(&mut self.inner, unready);
-                (ready.call(first), Some((ready, request)))
-            }
-            None => (self.inner.call(request), None),
-        };
-        let unhedged = copies.is_none();
-        let copies = ServiceCopies::new(original, copies, self.clone_request.clone());
-        let hedge = Hedge::new(copies, self.policy.clone()).with_classify(self.classify.clone());
-        ResponseFuture {
-            hedge: hedge.max_copies(if unhedged { 1 } else { max_copies }),
+        respond(
+            &mut self.inner,
+            request,
+            self.policy.clone(),
+            self.clone_request.clone(),
+            self.classify.clone(),
+            self.max_copies,
+        )
+    }
+}
+
+/// One call, as [`HedgeService::call`] and [`HedgeLayer::call`] make it: `inner`, the
+/// instance `poll_ready` readied, sends the original.
+fn respond<S, Req, T, R, K>(
+    inner: &mut S,
+    request: Req,
+    policy: Policy<T>,
+    clone_request: R,
+    classify: K,
+    max_copies: usize,
+) -> ResponseFuture<S, Req, T, R, K>
+where
+    S: Service<Req> + Clone,
+    T: Timer,
+    R: CloneRequest<Req>,
+{
+    let max_copies = policy.max_copies().min(max_copies);
+    let first = (max_copies > 1)
+        .then(|| {
+            let original = Attempt::new(0, max_copies, Duration::ZERO);
+            clone_request.clone_request(&request, original)
+        })
+        .flatten();
+    // A call that cannot copy its request sends it once.
+    let max_copies = if first.is_some() { max_copies } else { 1 };
+    let copies = match first {
+        // The original sends a copy; the call's own request stays, to copy for hedges.
+        // The readied instance sends the original and stays with the call: hedges ready
+        // clones of it taken after that call (a set of replicas sends them on to the next
+        // replica). `inner` is left holding a clone taken before it.
+        Some(first) => {
+            let unready = inner.clone();
+            let mut ready = mem::replace(inner, unready);
+            let original = ready.call(first);
+            ServiceCopies::new(original, Some(ready), Some(request), clone_request)
         }
+        None => ServiceCopies::new(inner.call(request), None, None, clone_request),
+    };
+    let hedge = Hedge::new(copies, policy).with_classify(classify);
+    ResponseFuture {
+        hedge: hedge.max_copies(max_copies),
     }
 }
 

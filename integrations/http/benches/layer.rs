@@ -5,6 +5,9 @@
 //! ```sh
 //! cargo bench -p hedging-http --all-features --bench layer
 //! ```
+//!
+//! Run as `layer --requests CASE N`, it sends N requests of one case and nothing else:
+//! what `benches/instructions.sh` counts instructions of.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -95,6 +98,23 @@ fn main() {
                 .unwrap(),
         );
     };
+
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--requests") {
+        let (case, requests) = (&args[at + 1], args[at + 2].parse::<usize>().unwrap());
+        for _ in 0..requests {
+            match case.as_str() {
+                "hyper/plain" => rt.block_on(plain_get()),
+                "hyper/layer" => rt.block_on(hedged_get()),
+                "hyper/one_copy" => rt.block_on(one_copy_get()),
+                "hyper/sleep" => rt.block_on(timer_beside_get()),
+                "tonic/plain" => rt.block_on(plain_say()),
+                "tonic/layer" => rt.block_on(hedged_say()),
+                _ => panic!("no case {case}"),
+            }
+        }
+        return;
+    }
 
     let mut criterion = Criterion::default().configure_from_args();
     criterion.bench_function("hyper GET, plain", |b| b.iter(|| rt.block_on(plain_get())));

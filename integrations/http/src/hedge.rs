@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::mem;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
@@ -189,8 +188,8 @@ pub(crate) struct Copies<Req> {
 }
 
 /// Sends `request` through the core's race, each copy judged by `classify`: the instance
-/// of `inner` that `poll_ready` readied sends the original, and the core readies a clone
-/// of it for each hedge. The call is one of the policy's `calls`, even when it is sent
+/// of `inner` that `poll_ready` readied sends the original (`inner` is left holding an
+/// unready clone), and the core readies a clone of it for each hedge. The call is one of the policy's `calls`, even when it is sent
 /// once.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
@@ -205,14 +204,11 @@ where
     T: Timer,
     K: Classify<S::Response, S::Error> + Clone,
 {
-    let unready = inner.clone();
-    let ready = mem::replace(inner, unready);
     let race = HedgeLayer::new(policy.clone())
         .clone_request(copies.copy)
         .classify(classify)
         .max_copies(copies.max_copies)
-        .layer(ready)
-        .call(request);
+        .call(inner, request);
     ResponseFuture {
         state: State::Race { race },
     }
