@@ -10,6 +10,7 @@ use grpc_scene::{echo, hedged, Scene, HEDGE_DELAY};
 use hedging::timer::ManualTimer;
 use hedging_http::grpc::{GrpcHedgeLayer, ServiceConfig};
 use hedging_test_server::grpc::{say, OTHER, SAY};
+use serde_json::{json, Value};
 use tonic::Code;
 
 /// A layer from this service config, on the scene's clock.
@@ -22,6 +23,25 @@ fn layer(scene: &Scene, json: &str) -> GrpcHedgeLayer<ManualTimer> {
 fn offsets(scene: &Scene, script: &str) -> Vec<Duration> {
     let arrivals = scene.server.arrivals(script);
     arrivals.iter().map(|a| a.at - arrivals[0].at).collect()
+}
+
+/// A config hedging `Say` and `Other` with 2 copies an hour apart, `Say` failing over on
+/// `UNAVAILABLE` and `Other` on `other_codes` (none: no `nonFatalStatusCodes`), with
+/// `throttling` as its `retryThrottling`.
+fn say_and_other(other_codes: &[&str], throttling: Option<Value>) -> String {
+    let method = |method: &str, codes: &[&str]| {
+        let mut hedging = json!({"maxAttempts": 2, "hedgingDelay": "3600s"});
+        if !codes.is_empty() {
+            hedging["nonFatalStatusCodes"] = json!(codes);
+        }
+        json!({"name": [{"service": "test.Echo", "method": method}], "hedgingPolicy": hedging})
+    };
+    let mut config =
+        json!({"methodConfig": [method("Say", &["UNAVAILABLE"]), method("Other", other_codes)]});
+    if let Some(throttling) = throttling {
+        config["retryThrottling"] = throttling;
+    }
+    config.to_string()
 }
 
 fn ms(millis: u64) -> Duration {
@@ -134,16 +154,7 @@ async fn a_method_no_name_matches_is_sent_once_and_counted_out_of_scope() {
 #[tokio::test]
 async fn each_method_fails_over_on_its_own_non_fatal_codes() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
-    let layer = layer(
-        &scene,
-        r#"{"methodConfig": [
-            {"name": [{"service": "test.Echo", "method": "Say"}],
-             "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "3600s",
-                               "nonFatalStatusCodes": ["UNAVAILABLE"]}},
-            {"name": [{"service": "test.Echo", "method": "Other"}],
-             "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "3600s"}}
-        ]}"#,
-    );
+    let layer = layer(&scene, &say_and_other(&[], None));
     let channel = scene.channel.clone();
 
     let said = say(
@@ -170,18 +181,8 @@ async fn each_method_fails_over_on_its_own_non_fatal_codes() {
 async fn one_throttling_budget_is_shared_by_every_method_of_the_layer() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
     // Hedges stop at or below 1.5 tokens; each failed copy spends one.
-    let layer = layer(
-        &scene,
-        r#"{"methodConfig": [
-                {"name": [{"service": "test.Echo", "method": "Say"}],
-                 "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "3600s",
-                                   "nonFatalStatusCodes": ["UNAVAILABLE"]}},
-                {"name": [{"service": "test.Echo", "method": "Other"}],
-                 "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "3600s",
-                                   "nonFatalStatusCodes": ["UNAVAILABLE"]}}
-            ],
-            "retryThrottling": {"maxTokens": 3, "tokenRatio": 0.1}}"#,
-    );
+    let throttling = json!({"maxTokens": 3, "tokenRatio": 0.1});
+    let layer = layer(&scene, &say_and_other(&["UNAVAILABLE"], Some(throttling)));
     let channel = scene.channel.clone();
 
     // Say fails once (3 → 2 tokens), then its second copy wins (2.1).

@@ -19,6 +19,7 @@ use http::Extensions;
 use reqwest::{Method, Request, Response, StatusCode};
 use reqwest_hedging::{ClassifyResponse, DefaultClassify, HedgeMiddleware};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next, RequestBuilder};
+use tokio::task::JoinHandle;
 
 const DELAY: Duration = Duration::from_millis(20);
 
@@ -62,6 +63,37 @@ async fn answered_at_once(clock: &VirtualClock, request: RequestBuilder) -> Stat
         .expect("held, though no copy could follow");
     assert_eq!(clock.now(), Duration::ZERO, "nothing was waited out");
     text(answer).await.0
+}
+
+/// Sends `request` to `path`: its 503 is its answer at once (`why`), the server saw it
+/// once, and it counts as a failure with no hedge.
+async fn the_503_is_the_answer(
+    clock: &VirtualClock,
+    server: &Server,
+    policy: &Policy<ManualTimer>,
+    request: RequestBuilder,
+    path: &str,
+    why: &str,
+) {
+    let status = answered_at_once(clock, request).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{why}");
+    assert_eq!(server.arrivals(path).len(), 1);
+    let stats = policy.stats();
+    assert_eq!((stats.failures, stats.hedges), (1, 0));
+}
+
+/// Waits for `call` to `path`, answered 200 by its second copy, the last the server saw:
+/// how long after the first copy that one arrived.
+async fn answered_by_the_hedge(
+    call: JoinHandle<reqwest_middleware::Result<Response>>,
+    server: &Server,
+    path: &str,
+) -> Duration {
+    let (status, _) = text(call.await.unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let arrivals = server.arrivals(path);
+    assert_eq!(arrivals.len(), 2);
+    arrivals[1].at - arrivals[0].at
 }
 
 #[tokio::test]
@@ -133,16 +165,17 @@ async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
         .get(server.url("/unavailable/stream"))
         .header(SCRIPT, "status=503;retry-after=1000")
         .body(reqwest::Body::wrap_stream(chunks));
-    let status = answered_at_once(&clock, request).await;
-
-    assert_eq!(
-        status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the 503 is the answer"
-    );
-    assert_eq!(server.arrivals("/unavailable/stream").len(), 1);
-    let stats = policy.stats();
-    assert_eq!((stats.calls, stats.failures, stats.hedges), (1, 1, 0));
+    let path = "/unavailable/stream";
+    the_503_is_the_answer(
+        &clock,
+        &server,
+        &policy,
+        request,
+        path,
+        "the 503 is the answer",
+    )
+    .await;
+    assert_eq!(policy.stats().calls, 1);
 }
 
 #[tokio::test]
@@ -181,11 +214,7 @@ async fn retry_after_holds_the_next_copy() {
     clock.advance(wait - Duration::from_millis(1));
     assert_eq!(server.requests(), 1, "held for the Retry-After");
     clock.advance(Duration::from_millis(1));
-    let (status, _) = text(call.await.unwrap()).await;
-    assert_eq!(status, StatusCode::OK);
-    let arrivals = server.arrivals("/unavailable/pushback");
-    assert_eq!(arrivals.len(), 2);
-    let gap = arrivals[1].at - arrivals[0].at;
+    let gap = answered_by_the_hedge(call, &server, "/unavailable/pushback").await;
     assert_eq!(
         gap,
         Duration::from_secs(1),
@@ -207,11 +236,7 @@ async fn retry_after_as_an_http_date_holds_the_next_copy() {
     let call = send(request);
     let wait = clock.held_for(DELAY).await;
     clock.advance(wait);
-    let (status, _) = text(call.await.unwrap()).await;
-    assert_eq!(status, StatusCode::OK);
-    let arrivals = server.arrivals("/unavailable/date");
-    assert_eq!(arrivals.len(), 2);
-    let gap = arrivals[1].at - arrivals[0].at;
+    let gap = answered_by_the_hedge(call, &server, "/unavailable/date").await;
     assert!(
         gap >= Duration::from_secs(1) && gap <= Duration::from_secs(3),
         "the hedge came {gap:?} after the 503"
@@ -225,15 +250,8 @@ async fn a_long_retry_after_returns_the_503() {
     let request = client
         .get(server.url("/unavailable/long"))
         .header(SCRIPT, "status=503;retry-after=120 | ok");
-    let status = answered_at_once(&clock, request).await;
-    assert_eq!(
-        status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "stopped: the 503 is the answer"
-    );
-    assert_eq!(server.arrivals("/unavailable/long").len(), 1);
-    let stats = policy.stats();
-    assert_eq!((stats.failures, stats.hedges), (1, 0));
+    let why = "stopped: the 503 is the answer";
+    the_503_is_the_answer(&clock, &server, &policy, request, "/unavailable/long", why).await;
 }
 
 #[tokio::test]

@@ -197,6 +197,24 @@ impl Log {
         self.state.borrow().closed
     }
 
+    /// Asserts what `calls` sequential HTTP/1.1 calls, each won by its hedge, cost the
+    /// server: each loser's handler dropped unanswered and its connection closed, and the
+    /// first call's two connections, then one per call (its original reuses the winner's
+    /// connection, its hedge opens a new one).
+    pub fn assert_each_loser_closed_its_connection(&self, calls: u64) {
+        assert_eq!(
+            self.dropped(),
+            calls,
+            "each loser's handler was dropped unanswered"
+        );
+        assert_eq!(self.closed_connections(), calls, "its connection, closed");
+        assert_eq!(
+            self.connections(),
+            calls + 1,
+            "the first call's two, then one per call"
+        );
+    }
+
     pub(crate) fn connected(&self) {
         self.state.send_modify(|state| state.connections += 1);
     }
