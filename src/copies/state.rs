@@ -12,7 +12,7 @@ use pin_project::pin_project;
 use super::copier::{judge, make, poll, Copier, RaceEntry};
 use super::drive::{Copies, Slot};
 use crate::attempt::{Attempt, Classify, Verdict};
-use crate::cold::Cold;
+use crate::cold::{Cold, ColdTaken};
 use crate::policy::{AsPolicy, Settings};
 use crate::race::{End, Finished, Phase, Race};
 use crate::timeout::Deadlines;
@@ -38,7 +38,7 @@ impl<P: AsPolicy, C, T, E> Call<P, C, T, E> {
                 phase: Phase::Idle,
                 // Until the call begins, its own cap (see `cap`).
                 max_copies: MAX_COPIES,
-                original: PinSlot::new(),
+                original: Cold::new(),
                 racing: None,
             },
         }
@@ -94,7 +94,7 @@ pub(crate) struct State<C, S, T, E> {
     max_copies: u8,
     /// The original lives inline: a call it wins allocates nothing.
     #[pin]
-    original: PinSlot<C>,
+    original: Cold<C>,
     /// `None` until the original's first poll did not win (and, when the original runs
     /// alone, until it fails).
     #[pin]
@@ -107,7 +107,7 @@ struct Racing<C, S, T, E> {
     race: Race<T, E>,
     /// Copy k lives at `[k - 1]`; allocated at the first hedge, with room for every copy
     /// the call may start.
-    hedges: Cold<Vec<Slot<C>>>,
+    hedges: ColdTaken<Vec<Slot<C>>>,
     #[pin]
     sleep: Option<S>,
 }
@@ -218,7 +218,7 @@ impl<C, S, T, E> State<C, S, T, E> {
             };
             racing.set(Some(Racing {
                 race: Race::new(max_copies),
-                hedges: Cold(None),
+                hedges: ColdTaken(None),
                 sleep: None,
             }));
         }
@@ -363,45 +363,5 @@ impl<C, S, T, E> Racing<C, S, T, E> {
             sleep: racing.sleep,
         };
         (racing.race, copies)
-    }
-}
-
-/// An `Option` in a pinned place whose drop is one check when it is empty (none at all
-/// when what it holds needs no drop): what it holds is dropped out of line, so the drop
-/// of a call that finished stays small.
-#[pin_project(PinnedDrop)]
-struct PinSlot<T> {
-    #[pin]
-    value: Option<T>,
-}
-
-#[pin_project::pinned_drop]
-impl<T> PinnedDrop for PinSlot<T> {
-    #[inline]
-    fn drop(self: Pin<&mut Self>) {
-        if core::mem::needs_drop::<T>() && self.value.is_some() {
-            empty(self.project().value);
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn empty<T>(mut slot: Pin<&mut Option<T>>) {
-    slot.set(None);
-}
-
-impl<T> PinSlot<T> {
-    const fn new() -> Self {
-        PinSlot { value: None }
-    }
-
-    fn is_some(&self) -> bool {
-        self.value.is_some()
-    }
-
-    #[inline]
-    fn get(self: Pin<&mut Self>) -> Pin<&mut Option<T>> {
-        self.project().value
     }
 }

@@ -15,6 +15,9 @@ struct Held<T, E> {
     lost: Lost<T, E>,
 }
 
+// Never pinned: a kept output is a value, moved out when the race ends.
+impl<T, E> Unpin for Held<T, E> {}
+
 /// How a kept copy finished without winning.
 pub(super) enum Lost<T, E> {
     Withdrawn(Result<T, E>),
@@ -38,13 +41,13 @@ impl<T, E> Lost<T, E> {
 
 impl<T, E> Kept<T, E> {
     pub(super) const fn new() -> Self {
-        Kept(Cold(None))
+        Kept(Cold::new())
     }
 
     /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
     /// lower index wins.
     pub(super) fn keep(&mut self, index: usize, lost: Lost<T, E>) {
-        let better = match &self.0 .0 {
+        let better = match self.0.get_mut() {
             None => true,
             Some(kept) => {
                 (lost.rank(), core::cmp::Reverse(index))
@@ -52,7 +55,7 @@ impl<T, E> Kept<T, E> {
             }
         };
         if better {
-            self.0 .0 = Some(Held {
+            *self.0.get_mut() = Some(Held {
                 index: index as u8,
                 lost,
             });
@@ -61,7 +64,7 @@ impl<T, E> Kept<T, E> {
 
     /// How the race ends when every copy finished and none won.
     pub(super) fn give_up(&mut self) -> End<T, E> {
-        match self.0 .0.take().map(|kept| kept.lost) {
+        match self.0.get_mut().take().map(|kept| kept.lost) {
             Some(Lost::Failed(result) | Lost::Withdrawn(result)) => End::Failed(result),
             #[cfg(feature = "std")]
             Some(Lost::Panicked(panic)) => End::Panicked(panic),
@@ -72,7 +75,7 @@ impl<T, E> Kept<T, E> {
     /// How the race ends when its total timeout passed: the kept failure, if a real one,
     /// else `elapsed`, the call's `Elapsed` error.
     pub(super) fn time_out(&mut self, elapsed: impl FnOnce() -> E) -> End<T, E> {
-        match self.0 .0.take().map(|kept| kept.lost) {
+        match self.0.get_mut().take().map(|kept| kept.lost) {
             Some(Lost::Failed(result)) => End::Failed(result),
             _ => End::Failed(Err(elapsed())),
         }
@@ -80,6 +83,6 @@ impl<T, E> Kept<T, E> {
 
     /// Drops what is kept: it goes with the other losers.
     pub(super) fn clear(&mut self) {
-        self.0 .0 = None;
+        *self.0.get_mut() = None;
     }
 }
