@@ -4,13 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use hedging::Policy;
-use tower_layer::Layer;
 
 use crate::body::DEFAULT_MAX_REPLAY_BYTES;
 
 use super::methods::{MethodNameError, Routes};
 use super::scope::OutOfScope;
-use super::service::GrpcHedge;
 use super::GrpcVerdict;
 
 /// Where a layer sends a call whose method one of its names matches.
@@ -32,9 +30,9 @@ struct Entry<T> {
     verdict: GrpcVerdict,
 }
 
-/// A [`Layer`] that hedges gRPC calls as gRPC's design A6 does: [`GrpcHedge`] around
-/// the inner service (a tonic `Channel`, or any `Service<http::Request<B>>` speaking
-/// gRPC over HTTP/2).
+/// A [`Layer`](tower_layer::Layer) that hedges gRPC calls as gRPC's design A6 does:
+/// [`GrpcHedge`](super::GrpcHedge) around the inner service (a tonic `Channel`, or any
+/// `Service<http::Request<B>>` speaking gRPC over HTTP/2).
 ///
 /// Only the methods named with [`methods`](GrpcHedgeLayer::methods) are hedged (or
 /// every one, with [`all_methods`](GrpcHedgeLayer::all_methods)); any other call is sent
@@ -304,17 +302,6 @@ impl<T: hedging::timer::Timer> GrpcHedgeLayer<T> {
             routes: Arc::new(routes),
             entries: entries.into(),
             ..GrpcHedgeLayer::new(policy)
-        }
-    }
-}
-
-impl<S, T> Layer<S> for GrpcHedgeLayer<T> {
-    type Service = GrpcHedge<S, T>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GrpcHedge {
-            inner,
-            layer: self.clone(),
         }
     }
 }

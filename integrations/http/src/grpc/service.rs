@@ -12,6 +12,7 @@ use hedging::{Attempt, Classify};
 use http::{HeaderName, HeaderValue, Request, Response};
 use http_body::Body;
 use pin_project::pin_project;
+use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::body::ReplayBody;
@@ -47,6 +48,18 @@ impl<S, T> GrpcHedge<S, T> {
     /// ([`policy_for`](GrpcHedgeLayer::policy_for), [`policies`](GrpcHedgeLayer::policies)).
     pub fn layer(&self) -> &GrpcHedgeLayer<T> {
         &self.layer
+    }
+}
+
+// Here, beside the service it makes, so that the layer's module needs nothing of this one.
+impl<S, T> Layer<S> for GrpcHedgeLayer<T> {
+    type Service = GrpcHedge<S, T>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcHedge {
+            inner,
+            layer: self.clone(),
+        }
     }
 }
 
