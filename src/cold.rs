@@ -1,16 +1,21 @@
 //! Places whose value is dropped out of line, so the drop of what holds them stays small:
-//! [`Cold`], dropped in place, pinned or not, and [`ColdTaken`], moved out to be dropped.
+//! [`Cold`], dropped in place (its value may be pinned), and [`ColdTaken`], moved out to
+//! be dropped (its value is never pinned).
+//!
+//! They cannot be one type without `unsafe`: a pinned value must be dropped where it
+//! lies, and a value moved out tells the compiler the place is empty after, which an
+//! in-place drop behind an out-of-line call does not; the holder then pays for the empty
+//! place's own drop. Measured with `benches/instructions.sh`: the hedges' slab in a `Cold`
+//! costs a ready call 4 instructions (`ready/hedging_1_copy` 82 against 78), the kept
+//! failure in one a call pending once 5 (`pending_once/hedging_tokio` 1206 against 1201).
 
 use core::pin::Pin;
 
 use pin_project::{pin_project, pinned_drop};
 
-/// An `Option` whose drop is one check when it is empty (none at all when what it holds
-/// needs no drop): what it holds is dropped out of line, in place.
-///
-/// Its value is pinned when it is ([`get`](Cold::get): a call's original future); a
-/// value that is [`Unpin`] is reached by `&mut` too ([`get_mut`](Cold::get_mut): the
-/// failure a race keeps).
+/// An `Option` in a pinned place whose drop is one check when it is empty (none at all
+/// when what it holds needs no drop): what it holds is dropped out of line, in place. It
+/// holds a call's original future.
 #[pin_project(PinnedDrop)]
 pub(crate) struct Cold<T> {
     #[pin]
@@ -48,18 +53,8 @@ impl<T> Cold<T> {
     }
 }
 
-impl<T: Unpin> Cold<T> {
-    #[inline]
-    pub(crate) fn get_mut(&mut self) -> &mut Option<T> {
-        &mut self.value
-    }
-}
-
-/// An `Option` whose value is moved out as it drops and dropped out of line. Where the
-/// value need not stay pinned this lets the compiler see the place empty after: the
-/// hedges' slab in one of these keeps a call's drop 4 instructions shorter on its ready
-/// path than in a [`Cold`] (`benches/instructions.sh`, `ready/hedging_1_copy`: 78
-/// against 82), as the slab's drop then stays out of the race's.
+/// An `Option` whose value is moved out as it drops and dropped out of line: the hedges'
+/// slab, the failure a race keeps.
 pub(crate) struct ColdTaken<T>(pub(crate) Option<T>);
 
 impl<T> Drop for ColdTaken<T> {

@@ -3,20 +3,17 @@
 use super::outcome::End;
 #[cfg(feature = "std")]
 use super::outcome::Panic;
-use crate::cold::Cold;
+use crate::cold::ColdTaken;
 
 /// The finished copy a race keeps in case no copy wins: the lowest-index failure, else
 /// the lowest-index caught panic, else the lowest-index withdrawn result.
-pub(super) struct Kept<T, E>(Cold<Held<T, E>>);
+pub(super) struct Kept<T, E>(ColdTaken<Held<T, E>>);
 
 /// A finished copy kept.
 struct Held<T, E> {
     index: u8,
     lost: Lost<T, E>,
 }
-
-// Never pinned: a kept output is a value, moved out when the race ends.
-impl<T, E> Unpin for Held<T, E> {}
 
 /// How a kept copy finished without winning.
 pub(super) enum Lost<T, E> {
@@ -41,13 +38,13 @@ impl<T, E> Lost<T, E> {
 
 impl<T, E> Kept<T, E> {
     pub(super) const fn new() -> Self {
-        Kept(Cold::new())
+        Kept(ColdTaken(None))
     }
 
     /// Keeps a finished copy if it beats the one kept: by [`Lost::rank`], and then the
     /// lower index wins.
     pub(super) fn keep(&mut self, index: usize, lost: Lost<T, E>) {
-        let better = match self.0.get_mut() {
+        let better = match &self.0 .0 {
             None => true,
             Some(kept) => {
                 (lost.rank(), core::cmp::Reverse(index))
@@ -55,7 +52,7 @@ impl<T, E> Kept<T, E> {
             }
         };
         if better {
-            *self.0.get_mut() = Some(Held {
+            self.0 .0 = Some(Held {
                 index: index as u8,
                 lost,
             });
@@ -64,7 +61,7 @@ impl<T, E> Kept<T, E> {
 
     /// How the race ends when every copy finished and none won.
     pub(super) fn give_up(&mut self) -> End<T, E> {
-        match self.0.get_mut().take().map(|kept| kept.lost) {
+        match self.0 .0.take().map(|kept| kept.lost) {
             Some(Lost::Failed(result) | Lost::Withdrawn(result)) => End::Failed(result),
             #[cfg(feature = "std")]
             Some(Lost::Panicked(panic)) => End::Panicked(panic),
@@ -75,7 +72,7 @@ impl<T, E> Kept<T, E> {
     /// How the race ends when its total timeout passed: the kept failure, if a real one,
     /// else `elapsed`, the call's `Elapsed` error.
     pub(super) fn time_out(&mut self, elapsed: impl FnOnce() -> E) -> End<T, E> {
-        match self.0.get_mut().take().map(|kept| kept.lost) {
+        match self.0 .0.take().map(|kept| kept.lost) {
             Some(Lost::Failed(result)) => End::Failed(result),
             _ => End::Failed(Err(elapsed())),
         }
@@ -83,6 +80,6 @@ impl<T, E> Kept<T, E> {
 
     /// Drops what is kept: it goes with the other losers.
     pub(super) fn clear(&mut self) {
-        *self.0.get_mut() = None;
+        self.0 .0 = None;
     }
 }
