@@ -6,8 +6,9 @@
 //! lies, and a value moved out tells the compiler the place is empty after, which an
 //! in-place drop behind an out-of-line call does not; the holder then pays for the empty
 //! place's own drop. Measured with `benches/instructions.sh`: the hedges' slab in a `Cold`
-//! costs a ready call 4 instructions (`ready/hedging_1_copy` 82 against 78), the kept
-//! failure in one a call pending once 5 (`pending_once/hedging_tokio` 1206 against 1201).
+//! costs a ready call 4 instructions (`ready/hedging_1_copy` 82 against 78), and the kept
+//! failure in one costs a call pending once 5 (`pending_once/hedging_tokio` 1206 against
+//! 1201).
 
 use core::pin::Pin;
 

@@ -188,9 +188,9 @@ pub(crate) struct Copies<Req> {
 }
 
 /// Sends `request` through the core's race, each copy judged by `classify`: the instance
-/// of `inner` that `poll_ready` readied sends the original (`inner` is left holding an
-/// unready clone), and the core readies a clone of it for each hedge. The call is one of the policy's `calls`, even when it is sent
-/// once.
+/// of `inner` that `poll_ready` readied sends the original (left holding an unready clone
+/// when the call may hedge), and the core readies a clone of it for each hedge. The call
+/// is one of the policy's `calls`, even when it is sent once.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,
