@@ -2,7 +2,7 @@
 //! [`Cold`], dropped in place (its value may be pinned), and [`ColdTaken`], moved out to
 //! be dropped (its value is never pinned).
 //!
-//! They cannot be one type without `unsafe`: a pinned value must be dropped where it
+//! They cannot be one type in safe code: a pinned value must be dropped where it
 //! lies, and a value moved out tells the compiler the place is empty after, which an
 //! in-place drop behind an out-of-line call does not; the holder then pays for the empty
 //! place's own drop. Measured with `benches/instructions.sh`: the hedges' slab in a `Cold`
