@@ -155,7 +155,6 @@ fn policy() -> Policy<TokioTimer> {
         .build()
 }
 
-/// A hedged store over `Flaky` holding one object of `size` bytes (byte i is `i % 251`).
 /// A ranged read of the 4096 bytes at `path`, and how long its answer (not its body)
 /// took to come.
 async fn read_all_4096(store: &impl ObjectStore, path: &Path) -> (GetResult, Duration) {
@@ -165,6 +164,7 @@ async fn read_all_4096(store: &impl ObjectStore, path: &Path) -> (GetResult, Dur
     (result, started.elapsed())
 }
 
+/// A hedged store over `Flaky` holding one object of `size` bytes (byte i is `i % 251`).
 async fn store_with_object(
     first_read: FirstRead,
     size: usize,

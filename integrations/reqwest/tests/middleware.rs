@@ -165,14 +165,14 @@ async fn a_retry_after_on_a_get_with_a_streaming_body_returns_at_once() {
         .get(server.url("/unavailable/stream"))
         .header(SCRIPT, "status=503;retry-after=1000")
         .body(reqwest::Body::wrap_stream(chunks));
-    let path = "/unavailable/stream";
+    let why = "the 503 is the answer";
     the_503_is_the_answer(
         &clock,
         &server,
         &policy,
         request,
-        path,
-        "the 503 is the answer",
+        "/unavailable/stream",
+        why,
     )
     .await;
     assert_eq!(policy.stats().calls, 1);
