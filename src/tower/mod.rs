@@ -210,14 +210,32 @@ impl<T, R, K> HedgeLayer<T, R, K> {
         T: Timer,
         R: CloneRequest<Req>,
     {
-        respond(
-            inner,
-            request,
-            self.policy,
-            self.clone_request,
-            self.classify,
-            self.max_copies,
-        )
+        let max_copies = self.policy.max_copies().min(self.max_copies);
+        let first = (max_copies > 1)
+            .then(|| {
+                let original = Attempt::new(0, max_copies, Duration::ZERO);
+                self.clone_request.clone_request(&request, original)
+            })
+            .flatten();
+        // A call that cannot copy its request sends it once.
+        let max_copies = if first.is_some() { max_copies } else { 1 };
+        let copies = match first {
+            // The original sends a copy; the call's own request stays, to copy for hedges.
+            // The readied instance sends the original and stays with the call: hedges
+            // ready clones of it taken after that call (a set of replicas sends them on to
+            // the next replica). `inner` is left holding a clone taken before it.
+            Some(first) => {
+                let unready = inner.clone();
+                let mut ready = mem::replace(inner, unready);
+                let original = ready.call(first);
+                ServiceCopies::new(original, Some(ready), Some(request), self.clone_request)
+            }
+            None => ServiceCopies::new(inner.call(request), None, None, self.clone_request),
+        };
+        let hedge = Hedge::new(copies, self.policy).with_classify(self.classify);
+        ResponseFuture {
+            hedge: hedge.max_copies(max_copies),
+        }
     }
 
     fn with_classify<K2>(self, classify: K2) -> HedgeLayer<T, R, K2> {
@@ -322,57 +340,13 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        respond(
-            &mut self.inner,
-            request,
-            self.policy.clone(),
-            self.clone_request.clone(),
-            self.classify.clone(),
-            self.max_copies,
-        )
-    }
-}
-
-/// One call, as [`HedgeService::call`] and [`HedgeLayer::call`] make it: `inner`, the
-/// instance `poll_ready` readied, sends the original.
-fn respond<S, Req, T, R, K>(
-    inner: &mut S,
-    request: Req,
-    policy: Policy<T>,
-    clone_request: R,
-    classify: K,
-    max_copies: usize,
-) -> ResponseFuture<S, Req, T, R, K>
-where
-    S: Service<Req> + Clone,
-    T: Timer,
-    R: CloneRequest<Req>,
-{
-    let max_copies = policy.max_copies().min(max_copies);
-    let first = (max_copies > 1)
-        .then(|| {
-            let original = Attempt::new(0, max_copies, Duration::ZERO);
-            clone_request.clone_request(&request, original)
-        })
-        .flatten();
-    // A call that cannot copy its request sends it once.
-    let max_copies = if first.is_some() { max_copies } else { 1 };
-    let copies = match first {
-        // The original sends a copy; the call's own request stays, to copy for hedges.
-        // The readied instance sends the original and stays with the call: hedges ready
-        // clones of it taken after that call (a set of replicas sends them on to the next
-        // replica). `inner` is left holding a clone taken before it.
-        Some(first) => {
-            let unready = inner.clone();
-            let mut ready = mem::replace(inner, unready);
-            let original = ready.call(first);
-            ServiceCopies::new(original, Some(ready), Some(request), clone_request)
-        }
-        None => ServiceCopies::new(inner.call(request), None, None, clone_request),
-    };
-    let hedge = Hedge::new(copies, policy).with_classify(classify);
-    ResponseFuture {
-        hedge: hedge.max_copies(max_copies),
+        let layer = HedgeLayer {
+            policy: self.policy.clone(),
+            clone_request: self.clone_request.clone(),
+            classify: self.classify.clone(),
+            max_copies: self.max_copies,
+        };
+        layer.call(&mut self.inner, request)
     }
 }
 
