@@ -8,8 +8,9 @@
 #   integrations/http/benches/instructions.sh              # every case
 #   integrations/http/benches/instructions.sh hyper/layer  # the cases named
 #
-# Counts only instructions: a system call (the tokio timer driver's wake-up when a
-# sleep is armed earlier than any other, say) costs time it does not show.
+# Counts only instructions: the time of a system call, of a wait the kernel times out,
+# or of a cache miss is not in it (tonic's layer is 1.7% of a call's instructions and
+# 5-8% of its time).
 # Needs valgrind (Debian: apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
