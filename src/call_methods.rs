@@ -5,14 +5,14 @@
 //! over two structs cannot name.
 
 /// `call_methods!(Type, FactoryTrait, "what is judged", extra fields…)` writes the shared
-/// methods into `impl<F, P, C, D> Type<F, P, C, D>`.
+/// methods into `impl<F, P, C, D, K> Type<F, P, C, D, K>`.
 macro_rules! call_methods {
     ($Call:ident, $Factory:ident, $judged:literal $(, $extra:ident)*) => {
-        impl<F: $Factory, P: AsPolicy, C, D> $Call<F, P, C, D> {
+        impl<F: $Factory, P: AsPolicy, C, D, K> $Call<F, P, C, D, K> {
             #[doc = concat!("Decides which errors are worth another copy, judging ", $judged, ": `true` keeps")]
             /// racing (the copy failed, the others go on), `false` returns the error at once
             /// and drops the others. `Ok` always wins.
-            pub fn when<W>(self, retryable: W) -> $Call<F, P, When<W>, D>
+            pub fn when<W>(self, retryable: W) -> $Call<F, P, When<W>, D, K>
             where
                 W: FnMut(&F::Error) -> bool,
             {
@@ -20,9 +20,9 @@ macro_rules! call_methods {
             }
 
             #[doc = concat!("Decides what ", $judged, " means, with full control: see [`Verdict`].")]
-            pub fn classify<K>(self, classify: K) -> $Call<F, P, K, D>
+            pub fn classify<V>(self, classify: V) -> $Call<F, P, V, D, K>
             where
-                K: FnMut(&Result<F::Ok, F::Error>) -> Verdict,
+                V: FnMut(&Result<F::Ok, F::Error>) -> Verdict,
             {
                 self.with_classify(classify)
             }
@@ -38,6 +38,29 @@ macro_rules! call_methods {
                 self
             }
 
+            /// Names the call's key: with
+            /// [`adaptive_keys`](crate::PolicyBuilder::adaptive_keys), the call hedges at
+            /// its key's own delay and on its key's win rate, and teaches them its
+            /// latency; a key names what is fast or slow in its own way (a host, a
+            /// method, a size of read). The call borrows the key and hashes it only when
+            /// it makes its race, on a policy with keys: a call answered at its first
+            /// poll, or on a policy without keys, never reads it.
+            #[inline]
+            pub fn key<'k, Q: core::hash::Hash + ?Sized>(
+                self,
+                key: &'k Q,
+            ) -> $Call<F, P, C, D, crate::key::Keyed<'k, Q>> {
+                self.with_key(crate::key::Keyed(key))
+            }
+
+            /// Names the call's key by its hash, as [`Policy::key_hash`](crate::Policy::key_hash)
+            /// made it: for middleware that reads a call's key from a request it then moves
+            /// into the call's factory, so the call cannot borrow it.
+            #[inline]
+            pub fn key_hash(self, key: crate::key::KeyHash) -> $Call<F, P, C, D, crate::key::KeyHash> {
+                self.with_key(key)
+            }
+
             /// Bounds each copy: one that has not answered `timeout` after it started is
             /// dropped and counts as a failed copy, with the error `E::from(Elapsed)` (kept
             /// like any other failure; it is not shown to `when` or `classify`). If no other
@@ -50,7 +73,7 @@ macro_rules! call_methods {
             /// A zero timeout gives each copy its first poll only: a copy not ready at once
             /// times out in that same poll, and the call returns its first `Elapsed` failure
             /// once every copy did. A huge one saturates: it never fires.
-            pub fn attempt_timeout(self, timeout: Duration) -> $Call<F, P, C, Timeouts>
+            pub fn attempt_timeout(self, timeout: Duration) -> $Call<F, P, C, Timeouts, K>
             where
                 D: IntoTimeouts,
                 F::Error: From<Elapsed>,
@@ -70,7 +93,7 @@ macro_rules! call_methods {
             /// `tokio::time::timeout`. A zero timeout lets the original answer if it is
             /// ready on its first poll, and otherwise returns `Elapsed` from that poll
             /// without starting another copy. A huge one saturates: it never fires.
-            pub fn timeout(self, timeout: Duration) -> $Call<F, P, C, Timeouts>
+            pub fn timeout(self, timeout: Duration) -> $Call<F, P, C, Timeouts, K>
             where
                 D: IntoTimeouts,
                 F::Error: From<Elapsed>,
@@ -80,21 +103,34 @@ macro_rules! call_methods {
                 self.with_deadlines(deadlines)
             }
 
-            pub(crate) fn with_classify<K>(self, classify: K) -> $Call<F, P, K, D> {
+            pub(crate) fn with_classify<V>(self, classify: V) -> $Call<F, P, V, D, K> {
                 $Call {
                     factory: self.factory,
                     classify,
                     deadlines: self.deadlines,
+                    key: self.key,
                     call: self.call,
                     $($extra: self.$extra,)*
                 }
             }
 
-            fn with_deadlines(self, deadlines: Timeouts) -> $Call<F, P, C, Timeouts> {
+            fn with_deadlines(self, deadlines: Timeouts) -> $Call<F, P, C, Timeouts, K> {
                 $Call {
                     factory: self.factory,
                     classify: self.classify,
                     deadlines,
+                    key: self.key,
+                    call: self.call,
+                    $($extra: self.$extra,)*
+                }
+            }
+
+            pub(crate) fn with_key<L>(self, key: L) -> $Call<F, P, C, D, L> {
+                $Call {
+                    factory: self.factory,
+                    classify: self.classify,
+                    deadlines: self.deadlines,
+                    key,
                     call: self.call,
                     $($extra: self.$extra,)*
                 }

@@ -5,10 +5,9 @@
 //! They cannot be one type in safe code: a pinned value must be dropped where it
 //! lies, and a value moved out tells the compiler the place is empty after, which an
 //! in-place drop behind an out-of-line call does not; the holder then pays for the empty
-//! place's own drop. Measured with `benches/instructions.sh`: the hedges' slab in a `Cold`
-//! costs a ready call 4 instructions (`ready/hedging_1_copy` 82 against 78), and the kept
-//! failure in one costs a call pending once 5 (`pending_once/hedging_tokio` 1206 against
-//! 1201).
+//! place's own drop. One type for every place took the ready path past its budget of 75
+//! instructions over a bare `.await`: the experiment and its `benches/instructions.sh`
+//! counts are in docs/performance.md, under "Tried and not kept".
 
 use core::pin::Pin;
 

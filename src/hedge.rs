@@ -10,10 +10,11 @@ use futures_core::FusedFuture;
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Call, CallParts, Copier, RaceEntry};
+use crate::copies::{Call, CallParts, Copier, Poller, RaceEntry};
 use crate::factory::Factory;
+use crate::key::{CallKey, NoKey};
 use crate::policy::AsPolicy;
-use crate::race::{End, Finished, Phase, Race};
+use crate::race::{won_without_race, End, Finished, Phase};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 
 /// A hedged call: starts copies of a request on the policy's schedule, returns the first
@@ -41,10 +42,10 @@ use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 /// ```
 ///
 /// The type parameters are the factory `F`, the policy `P` (borrowed or owned), the
-/// classifier `C` that [`when`](Hedge::when) or [`classify`](Hedge::classify) sets, and
-/// the timeouts `D` that [`timeout`](Hedge::timeout) and
-/// [`attempt_timeout`](Hedge::attempt_timeout) set: a call without them carries nothing
-/// for them.
+/// classifier `C` that [`when`](Hedge::when) or [`classify`](Hedge::classify) sets, the
+/// timeouts `D` that [`timeout`](Hedge::timeout) and
+/// [`attempt_timeout`](Hedge::attempt_timeout) set, and the key `K` that
+/// [`key`](Hedge::key) sets: a call without them carries nothing for them.
 ///
 /// # Examples
 ///
@@ -108,10 +109,11 @@ use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 /// policy, its stats and its timer stay usable: nothing shared is poisoned.
 #[pin_project]
 #[must_use = "futures do nothing unless you `.await` or poll them"]
-pub struct Hedge<F: Factory, P: AsPolicy, C = ByResult, D = NoTimeouts> {
+pub struct Hedge<F: Factory, P: AsPolicy, C = ByResult, D = NoTimeouts, K = NoKey> {
     factory: F,
     classify: C,
     deadlines: D,
+    key: K,
     #[pin]
     call: Call<P, F::Future, F::Ok, F::Error>,
 }
@@ -122,6 +124,7 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P> {
             factory,
             classify: ByResult,
             deadlines: NoTimeouts,
+            key: NoKey,
             call: Call::new(policy),
         }
     }
@@ -129,12 +132,21 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P> {
 
 crate::call_methods::call_methods!(Hedge, Factory, "each finished copy");
 
-impl<F, P, C, D> Future for Hedge<F, P, C, D>
+impl<F: Factory, P: AsPolicy, C, D, K> Hedge<F, P, C, D, K> {
+    /// The policy the call runs under.
+    #[cfg(feature = "tower")]
+    pub(crate) fn policy(&self) -> &crate::Policy<P::Timer> {
+        self.call.policy.as_policy()
+    }
+}
+
+impl<F, P, C, D, K> Future for Hedge<F, P, C, D, K>
 where
     F: Factory,
     P: AsPolicy,
     C: Classify<F::Ok, F::Error>,
     D: Deadlines<F::Error>,
+    K: CallKey,
 {
     type Output = Result<F::Ok, F::Error>;
 
@@ -179,7 +191,7 @@ where
                     // The fast path: one stats update, and no race made.
                     (Finished::Item(result), Some(Verdict::Win)) => {
                         state.done();
-                        Race::<F::Ok, F::Error>::won_without_race(settings);
+                        won_without_race(settings);
                         return Poll::Ready(result);
                     }
                     (finished, verdict) => RaceEntry::Finished(finished, verdict),
@@ -190,7 +202,7 @@ where
     }
 }
 
-impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
+impl<F: Factory, P: AsPolicy, C, D, K: CallKey> Hedge<F, P, C, D, K> {
     /// Everything but the fast path: makes the race, polls the copies and follows the
     /// race to its end.
     #[inline(never)]
@@ -206,8 +218,11 @@ impl<F: Factory, P: AsPolicy, C, D> Hedge<F, P, C, D> {
         let this = self.project();
         let CallParts { policy, state } = this.call.project();
         let settings = policy.as_policy().settings();
+        let key = state.key_hash(this.key, settings);
         let copier = &mut FutureCopier(this.factory);
-        let ran = state.run(copier, this.classify, this.deadlines, settings, cx, entry);
+        let work = (copier, this.classify);
+        let mut poller = Poller::new(work, (this.deadlines, key), settings, cx, &entry);
+        let ran = state.run(&mut poller, entry);
         ran.map(|(end, _)| output(end))
     }
 }
@@ -247,7 +262,7 @@ impl<F: Factory> Copier for FutureCopier<'_, F> {
     }
 }
 
-impl<F: Factory, P: AsPolicy, C, D> FusedFuture for Hedge<F, P, C, D>
+impl<F: Factory, P: AsPolicy, C, D, K> FusedFuture for Hedge<F, P, C, D, K>
 where
     Self: Future,
 {
@@ -256,7 +271,7 @@ where
     }
 }
 
-impl<F: Factory, P: AsPolicy, C, D> fmt::Debug for Hedge<F, P, C, D> {
+impl<F: Factory, P: AsPolicy, C, D, K> fmt::Debug for Hedge<F, P, C, D, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = &self.call.state;
         f.debug_struct("Hedge")

@@ -167,6 +167,8 @@ mod ext;
 mod factory;
 mod feature_doc;
 mod hedge;
+pub mod key;
+mod keyed;
 mod policy;
 mod race;
 mod schedule;

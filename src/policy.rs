@@ -4,13 +4,16 @@
 use alloc::borrow::Cow;
 use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use core::time::Duration;
 
+use crate::adaptive::LatencyTracker;
 use crate::attempt::Attempt;
-use crate::budget::{Budget, Refused};
+use crate::budget::{Budget, Member, Refused};
+use crate::key::KeyHash;
+use crate::keyed::{self, Entry, Keys, WinRate, Withhold};
 use crate::schedule::{Delays, Schedule};
-use crate::stats::{Counter, Counters, Stats};
+use crate::stats::{Cells, Counter, Counters, Stats};
 use crate::timer::{DefaultTimer, Timer};
 
 /// The hook [`on_hedge`](crate::PolicyBuilder::on_hedge) installs.
@@ -53,35 +56,34 @@ pub(crate) struct Settings<T> {
     pub(crate) timer: T,
     pub(crate) counters: Counters,
     #[cfg(not(feature = "std"))]
-    pub(crate) rng_seed: AtomicU64,
+    pub(crate) rng_seed: core::sync::atomic::AtomicU64,
     pub(crate) budget: Option<PolicyBudget>,
     /// The budget again, if it counts winning and failing copies (throttling).
     pub(crate) throttle: Option<Budget>,
+    /// The keys' own state, with `adaptive_keys`.
+    pub(crate) keys: Option<Keys>,
+    /// `min_win_rate`, when above zero.
+    pub(crate) withhold: Option<Withhold>,
 }
 
-/// A policy's link to its [`Budget`]: its calls that asked for an extra copy, and what it
-/// has credited so far.
+/// A policy's link to its [`Budget`]: its place among the budget's members.
 pub(crate) struct PolicyBudget {
     pub(crate) budget: Budget,
-    /// Calls that asked the budget for a copy beyond their first: they earn nothing.
-    asked: AtomicU64,
-    /// The ended calls credited so far, ignoring resets.
-    credited_calls: AtomicU64,
-    /// The most that ended calls less asking calls has been: what earned so far.
-    credited_earners: AtomicU64,
-    /// When the policy last credited, in nanoseconds of its clock.
-    credited_at: AtomicU64,
+    member: Arc<Member>,
 }
 
 impl PolicyBudget {
+    /// Joins `budget`: the policy counts its calls in the cells of the place it is given
+    /// (see [`Policy::from_settings`]).
     pub(crate) fn new(budget: Budget) -> Self {
-        PolicyBudget {
-            budget,
-            asked: AtomicU64::new(0),
-            credited_calls: AtomicU64::new(0),
-            credited_earners: AtomicU64::new(0),
-            credited_at: AtomicU64::new(0),
-        }
+        let member = budget.join(Cells::new());
+        PolicyBudget { budget, member }
+    }
+}
+
+impl Drop for PolicyBudget {
+    fn drop(&mut self) {
+        self.member.leave();
     }
 }
 
@@ -111,6 +113,75 @@ impl<T> Policy<T> {
             Delays::Adaptive(tracker) => Some(tracker.delay(self.settings.timer.now())),
             Delays::Fallback | Delays::PerCopy(_) => None,
         }
+    }
+
+    /// The delay before the first hedge that a call with `key` would get now (see
+    /// [`adaptive_keys`](crate::PolicyBuilder::adaptive_keys)): its key's own estimate,
+    /// the fixed [`delay`](crate::PolicyBuilder::delay) while the key has too few
+    /// latencies, or the policy-wide estimate when the key could not be kept; without
+    /// keys, or with a delay that is not adaptive, the same as [`Policy::delay`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::Policy;
+    /// let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(8).build();
+    /// assert_eq!(policy.delay_for("users-db"), Some(Duration::from_millis(10)));
+    /// ```
+    pub fn delay_for<K: core::hash::Hash + ?Sized>(&self, key: &K) -> Option<Duration>
+    where
+        T: Timer,
+    {
+        let settings = &*self.settings;
+        let (Some(keys), Delays::Adaptive(tracker)) = (&settings.keys, &settings.schedule.delays)
+        else {
+            return self.delay();
+        };
+        let now = settings.timer.now();
+        let key = keyed::hash(key);
+        let tracker = match keys.find(key) {
+            Some(entry) => entry.tracker.as_ref().unwrap_or(tracker),
+            // A place to take: the key starts from the fixed delay.
+            None if keys.would_keep(key, now) => return Some(settings.schedule.fallback()),
+            None => tracker,
+        };
+        Some(tracker.delay(now))
+    }
+
+    /// How many keys the policy learns a delay for at once
+    /// ([`adaptive_keys`](crate::PolicyBuilder::adaptive_keys)); `0` on a policy without
+    /// keys, where a call's key changes nothing. For middleware that makes a key only when
+    /// it is used.
+    ///
+    /// ```
+    /// use hedging::Policy;
+    /// assert_eq!(Policy::builder().adaptive_delay(0.95).adaptive_keys(8).build().adaptive_keys(), 8);
+    /// assert_eq!(Policy::builder().build().adaptive_keys(), 0);
+    /// ```
+    pub fn adaptive_keys(&self) -> usize {
+        self.settings.keys.as_ref().map_or(0, Keys::capacity)
+    }
+
+    /// `key` as a call of this policy carries it: its hash on a policy with
+    /// [`adaptive_keys`](crate::PolicyBuilder::adaptive_keys), no key otherwise (one check,
+    /// `key` not read). For middleware that reads a call's key from its request before the
+    /// request moves into the call: give it to
+    #[cfg_attr(
+        feature = "tower",
+        doc = "[`tower::ResponseFuture::key_hash`](crate::tower::ResponseFuture::key_hash). The"
+    )]
+    #[cfg_attr(not(feature = "tower"), doc = "`tower::ResponseFuture::key_hash`. The")]
+    /// same key's hash is the same for every policy and every run.
+    ///
+    /// ```
+    /// use hedging::{key::KeyHash, Policy};
+    /// let keyed = Policy::builder().adaptive_delay(0.95).adaptive_keys(8).build();
+    /// assert_ne!(keyed.key_hash("users-db"), KeyHash::default());
+    /// assert_eq!(keyed.key_hash("users-db"), keyed.key_hash(&String::from("users-db")));
+    /// assert_eq!(Policy::builder().build().key_hash("users-db"), KeyHash::default());
+    /// ```
+    #[inline]
+    pub fn key_hash<K: core::hash::Hash + ?Sized>(&self, key: &K) -> KeyHash {
+        KeyHash(self.settings.key_of(key))
     }
 
     /// Turns hedging off (`false`) or back on (`true`) for every call that begins
@@ -188,7 +259,12 @@ impl<T> Policy<T> {
         self.settings.counters.reset();
     }
 
-    pub(crate) fn from_settings(settings: Settings<T>) -> Self {
+    pub(crate) fn from_settings(mut settings: Settings<T>) -> Self {
+        if let Some(linked) = &settings.budget {
+            // The budget reads the policy's ended calls in the cells of its place (a place
+            // a dropped policy left, counted on from where it stopped).
+            settings.counters = Counters::sharing(Arc::clone(linked.member.cells()));
+        }
         Policy {
             settings: Arc::new(settings),
         }
@@ -223,6 +299,11 @@ impl<T: fmt::Debug> fmt::Debug for Policy<T> {
             .field(
                 "budget",
                 &settings.budget.as_ref().map(|linked| &linked.budget),
+            )
+            .field("adaptive_keys", &settings.keys.as_ref().map(Keys::capacity))
+            .field(
+                "min_win_rate",
+                &settings.withhold.as_ref().map(Withhold::min),
             )
             .field("timer", &settings.timer)
             .field("stats", &self.stats())
@@ -260,12 +341,47 @@ impl<T: Timer> AsPolicy for &Policy<T> {
     }
 }
 
-/// `duration` in nanoseconds, saturating.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl<T> Settings<T> {
+    /// The hash a call with `key` carries: none without keys, where it costs one check.
+    #[inline]
+    pub(crate) fn key_of<K: core::hash::Hash + ?Sized>(&self, key: &K) -> u64 {
+        match self.keys {
+            Some(_) => keyed::hash(key),
+            None => keyed::NO_KEY,
+        }
+    }
+
+    /// The kept entry of `key`, taking a place for it if it has none and one is free at
+    /// `now`.
+    #[inline]
+    pub(crate) fn entry(&self, key: u64, now: Duration) -> Option<&Entry> {
+        match (&self.keys, key) {
+            (Some(keys), 1..) => keys.find_or_take(key, now),
+            _ => None,
+        }
+    }
+
+    /// The tracker whose estimate a call with `key` hedges at, at `now`.
+    #[inline]
+    pub(crate) fn tracker_for(&self, key: u64, now: Duration) -> Option<&LatencyTracker> {
+        let policy = self.schedule.tracker()?;
+        match self.entry(key, now) {
+            Some(entry) => entry.tracker.as_ref(),
+            None => Some(policy),
+        }
+    }
+
+    /// The win rate that decides whether a call with `key` may hedge, at `now`.
+    #[inline]
+    pub(crate) fn win_rate_for(&self, key: u64, now: Duration) -> Option<(&Withhold, &WinRate)> {
+        let withhold = self.withhold.as_ref()?;
+        let rate = match self.entry(key, now) {
+            Some(entry) => &entry.win_rate,
+            None => &withhold.policy,
+        };
+        Some((withhold, rate))
+    }
+
     /// Whether a call loses the hedge probability roll, and so runs one copy; a policy
     /// whose probability is 1 (or that never hedges) rolls nothing.
     #[inline]
@@ -283,38 +399,17 @@ impl<T> Settings<T> {
     /// holds a `max_outstanding` slot. `first_ask`: the call has not asked before, so it
     /// stops earning.
     ///
-    /// Credits the calls ended since the last credit first, so calls that never hedge cost
-    /// the budget nothing on their own path.
+    /// Credits the calls ended since the last credit first (see [`Budget::admit`]), so
+    /// calls that never hedge cost the budget nothing on their own path.
     pub(crate) fn admit_hedge(
         &self,
         first_ask: bool,
-        mut now: impl FnMut() -> Duration,
+        now: impl FnMut() -> Duration,
     ) -> Result<bool, Refused> {
         let Some(linked) = &self.budget else {
             return Ok(false);
         };
-        if linked.budget.counts_calls() {
-            // The calls first, then the asks: a call counted as ended asked, if it did,
-            // before it was counted (a call that asked fences its count, `Race::conclude`),
-            // so its ask is in `asked` too. A call that asks in between only holds
-            // `earners` back until the next credit. Read the other way round, a call that
-            // asked and ended between the two reads was an earner for good (the credit
-            // keeps the highest count seen): eight threads sharing a budget overdrew it by
-            // up to 2.5%.
-            let calls = self.counters.calls();
-            fence(Acquire);
-            let asked = linked.asked.fetch_add(u64::from(first_ask), Relaxed);
-            let ended = calls.saturating_sub(linked.credited_calls.fetch_max(calls, Relaxed));
-            let earners = calls.saturating_sub(asked);
-            let earning =
-                earners.saturating_sub(linked.credited_earners.fetch_max(earners, Relaxed));
-            let at = now();
-            let last = Duration::from_nanos(linked.credited_at.swap(nanos(at), Relaxed));
-            linked
-                .budget
-                .credit(ended, earning, at, at.saturating_sub(last));
-        }
-        linked.budget.withdraw(now)
+        linked.budget.admit(&linked.member, first_ask, now)
     }
 
     /// A copy won: a throttling budget earns tokens back.

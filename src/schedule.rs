@@ -49,19 +49,26 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     /// The delay before copy `copy` (≥ 1), counted from the start of the copy before it,
-    /// as it stands at `now`; `None` when copy `copy` is not started by the clock.
+    /// as it stands at `now`, an adaptive one read from `tracker` (the policy's, or a
+    /// key's); `None` when copy `copy` is not started by the clock.
     #[inline]
-    pub(crate) fn delay(&self, copy: usize, now: Duration) -> Option<Duration> {
+    pub(crate) fn delay(
+        &self,
+        copy: usize,
+        now: Duration,
+        tracker: Option<&LatencyTracker>,
+    ) -> Option<Duration> {
         match &self.delays {
             Delays::Fixed(delay) => Some(*delay),
             Delays::Fallback => None,
             Delays::PerCopy(delay_for) => delay_for(copy),
-            Delays::Adaptive(tracker) => Some(tracker.delay(now)),
+            Delays::Adaptive(policy) => Some(tracker.unwrap_or(policy).delay(now)),
         }
     }
 
     /// The time copy `copy` (≥ 1) is due, given when the copy before it and the first
-    /// copy started; `None` when the clock never starts it.
+    /// copy started, an adaptive delay read from `tracker`; `None` when the clock never
+    /// starts it.
     ///
     /// Never earlier than `previous_start`: the schedule is monotonic by construction.
     #[inline]
@@ -70,16 +77,27 @@ impl Schedule {
         copy: usize,
         previous_start: Duration,
         first_start: Duration,
+        tracker: Option<&LatencyTracker>,
     ) -> Option<Duration> {
         // The previous copy's start is the latest time the call has read: near enough to
         // now to tell whether the adaptive estimate is stale.
-        let delay = self.delay(copy, previous_start)?;
+        let delay = self.delay(copy, previous_start, tracker)?;
         Some(due_after(
             delay,
             self.max_delay,
             previous_start,
             first_start,
         ))
+    }
+
+    /// The fixed delay an adaptive one starts from (the `delay` setting); zero in the
+    /// other modes.
+    pub(crate) fn fallback(&self) -> Duration {
+        match &self.delays {
+            Delays::Adaptive(tracker) => tracker.fallback(),
+            Delays::Fixed(delay) => *delay,
+            _ => Duration::ZERO,
+        }
     }
 
     /// The latency tracker of an adaptive delay.
@@ -134,32 +152,44 @@ mod tests {
     fn fixed_delay_is_counted_from_the_previous_start() {
         let schedule = fixed(20 * MS, None);
         assert_eq!(
-            schedule.due(1, Duration::ZERO, Duration::ZERO),
+            schedule.due(1, Duration::ZERO, Duration::ZERO, None),
             Some(20 * MS)
         );
-        assert_eq!(schedule.due(2, 20 * MS, Duration::ZERO), Some(40 * MS));
+        assert_eq!(
+            schedule.due(2, 20 * MS, Duration::ZERO, None),
+            Some(40 * MS)
+        );
         // A copy started early by a failure moves the next one with it.
-        assert_eq!(schedule.due(2, 5 * MS, Duration::ZERO), Some(25 * MS));
+        assert_eq!(schedule.due(2, 5 * MS, Duration::ZERO, None), Some(25 * MS));
     }
 
     #[test]
     fn copies_past_max_delay_are_spread_a_quarter_delay_apart() {
         let schedule = fixed(40 * MS, Some(50 * MS));
         assert_eq!(
-            schedule.due(1, Duration::ZERO, Duration::ZERO),
+            schedule.due(1, Duration::ZERO, Duration::ZERO, None),
             Some(40 * MS)
         );
         // 80 ms would pass the 50 ms cap: the copy goes out at the cap.
-        assert_eq!(schedule.due(2, 40 * MS, Duration::ZERO), Some(50 * MS));
+        assert_eq!(
+            schedule.due(2, 40 * MS, Duration::ZERO, None),
+            Some(50 * MS)
+        );
         // Past the cap, 10 ms (a quarter of 40) apart.
-        assert_eq!(schedule.due(3, 50 * MS, Duration::ZERO), Some(60 * MS));
-        assert_eq!(schedule.due(4, 60 * MS, Duration::ZERO), Some(70 * MS));
+        assert_eq!(
+            schedule.due(3, 50 * MS, Duration::ZERO, None),
+            Some(60 * MS)
+        );
+        assert_eq!(
+            schedule.due(4, 60 * MS, Duration::ZERO, None),
+            Some(70 * MS)
+        );
     }
 
     #[test]
     fn spread_is_at_least_one_millisecond() {
         let schedule = fixed(2 * MS, Some(2 * MS));
-        assert_eq!(schedule.due(2, 2 * MS, Duration::ZERO), Some(3 * MS));
+        assert_eq!(schedule.due(2, 2 * MS, Duration::ZERO, None), Some(3 * MS));
     }
 
     #[test]
@@ -168,7 +198,7 @@ mod tests {
             delays: Delays::Fallback,
             max_delay: None,
         };
-        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO), None);
+        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO, None), None);
     }
 
     #[test]
@@ -177,9 +207,12 @@ mod tests {
             delays: Delays::PerCopy(Arc::new(|copy| (copy < 3).then_some(copy as u32 * MS))),
             max_delay: None,
         };
-        assert_eq!(schedule.due(1, Duration::ZERO, Duration::ZERO), Some(MS));
-        assert_eq!(schedule.due(2, MS, Duration::ZERO), Some(3 * MS));
-        assert_eq!(schedule.due(3, 3 * MS, Duration::ZERO), None);
+        assert_eq!(
+            schedule.due(1, Duration::ZERO, Duration::ZERO, None),
+            Some(MS)
+        );
+        assert_eq!(schedule.due(2, MS, Duration::ZERO, None), Some(3 * MS));
+        assert_eq!(schedule.due(3, 3 * MS, Duration::ZERO, None), None);
     }
 
     #[test]

@@ -2,8 +2,7 @@
 //! cache line of counters in every policy it uses, so a call's path does no atomic
 //! read-modify-write and threads never contend for a line.
 
-#[cfg(feature = "std")]
-use alloc::boxed::Box;
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A snapshot of a policy's counters; see [`Policy::stats`](crate::Policy::stats).
@@ -37,6 +36,10 @@ pub struct Stats {
     /// They are not calls: `calls` counts what the policy was asked to hedge, so
     /// `hedges / calls` means the same behind every layer.
     pub out_of_scope: u64,
+    /// Calls whose hedge was due but withheld, because the recent hedges of their key (or
+    /// policy) did not win often enough: see
+    /// [`min_win_rate`](crate::PolicyBuilder::min_win_rate). Counted once per call.
+    pub withheld: u64,
 }
 
 /// One counter of [`Stats`], as an index into a [`Shard`]. There is no counter of calls:
@@ -50,9 +53,10 @@ pub(crate) enum Counter {
     HedgeWins,
     BudgetDenied,
     OutOfScope,
+    Withheld,
 }
 
-const COUNTERS: usize = 7;
+const COUNTERS: usize = 8;
 
 /// One set of counters, alone on its cache line so threads do not share lines.
 #[repr(align(128))]
@@ -72,21 +76,63 @@ impl Shard {
 /// beyond the shard count, and every thread without `std`, add atomically to a shared
 /// overflow shard.
 pub(crate) struct Counters {
-    #[cfg(feature = "std")]
-    shards: Box<[Shard; thread_slot::SHARDS]>,
-    overflow: Shard,
+    cells: Arc<Cells>,
     /// What [`Policy::reset_stats`](crate::Policy::reset_stats) subtracts: writers never see a reset.
     baseline: Shard,
+}
+
+/// The shards calls are counted in, in one allocation that a policy's
+/// [`Budget`](crate::Budget) shares, to read the calls that ended (see [`Cells::calls`]).
+pub(crate) struct Cells {
+    #[cfg(feature = "std")]
+    shards: [Shard; thread_slot::SHARDS],
+    overflow: Shard,
+}
+
+impl Cells {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Cells {
+            #[cfg(feature = "std")]
+            shards: core::array::from_fn(|_| Shard::default()),
+            overflow: Shard::default(),
+        })
+    }
+
+    /// Calls ended so far, ignoring resets: one pass over the shards a thread ever
+    /// claimed (the others never counted), so a process with few threads reads few.
+    pub(crate) fn calls(&self) -> u64 {
+        let ended = |shard: &Shard| {
+            [Counter::Wins, Counter::Failures, Counter::Cancelled]
+                .into_iter()
+                .fold(0u64, |calls, outcome| {
+                    calls.wrapping_add(shard.0[outcome as usize].load(Relaxed))
+                })
+        };
+        let calls = ended(&self.overflow);
+        #[cfg(feature = "std")]
+        let calls = self.shards[..thread_slot::claimed()]
+            .iter()
+            .fold(calls, |calls, shard| calls.wrapping_add(ended(shard)));
+        calls
+    }
 }
 
 impl Counters {
     pub(crate) fn new() -> Self {
         Counters {
-            #[cfg(feature = "std")]
-            shards: Box::new(core::array::from_fn(|_| Shard::default())),
-            overflow: Shard::default(),
+            cells: Cells::new(),
             baseline: Shard::default(),
         }
+    }
+
+    /// Counters that count into `cells` from here on, their stats starting at zero.
+    pub(crate) fn sharing(cells: Arc<Cells>) -> Self {
+        let counters = Counters {
+            cells,
+            baseline: Shard::default(),
+        };
+        counters.reset();
+        counters
     }
 
     /// Adds one to each of `counters`.
@@ -94,7 +140,7 @@ impl Counters {
     pub(crate) fn add(&self, counters: &[Counter]) {
         #[cfg(feature = "std")]
         if let Some(slot) = thread_slot::current() {
-            let shard = &self.shards[slot];
+            let shard = &self.cells.shards[slot];
             for &counter in counters {
                 let cell = &shard.0[counter as usize];
                 cell.store(cell.load(Relaxed).wrapping_add(1), Relaxed);
@@ -102,14 +148,14 @@ impl Counters {
             return;
         }
         for &counter in counters {
-            self.overflow.0[counter as usize].fetch_add(1, Relaxed);
+            self.cells.overflow.0[counter as usize].fetch_add(1, Relaxed);
         }
     }
 
     fn totals(&self) -> [u64; COUNTERS] {
-        let totals = self.overflow.load();
+        let totals = self.cells.overflow.load();
         #[cfg(feature = "std")]
-        let totals = self.shards.iter().fold(totals, |mut totals, shard| {
+        let totals = self.cells.shards.iter().fold(totals, |mut totals, shard| {
             for (total, value) in totals.iter_mut().zip(shard.load()) {
                 *total = total.wrapping_add(value);
             }
@@ -139,25 +185,8 @@ impl Counters {
             hedge_wins: value(Counter::HedgeWins),
             budget_denied: value(Counter::BudgetDenied),
             out_of_scope: value(Counter::OutOfScope),
+            withheld: value(Counter::Withheld),
         }
-    }
-
-    /// Calls ended so far, ignoring resets.
-    pub(crate) fn calls(&self) -> u64 {
-        [Counter::Wins, Counter::Failures, Counter::Cancelled]
-            .into_iter()
-            .fold(0, |calls, outcome| calls.wrapping_add(self.total(outcome)))
-    }
-
-    /// One counter summed over every shard, ignoring resets.
-    fn total(&self, counter: Counter) -> u64 {
-        let index = counter as usize;
-        let total = self.overflow.0[index].load(Relaxed);
-        #[cfg(feature = "std")]
-        let total = self.shards.iter().fold(total, |total, shard| {
-            total.wrapping_add(shard.0[index].load(Relaxed))
-        });
-        total
     }
 
     pub(crate) fn reset(&self) {
@@ -204,6 +233,13 @@ pub(crate) mod thread_slot {
                 FREE.lock().unwrap_or_else(|e| e.into_inner()).push(index);
             }
         }
+    }
+
+    /// How many shard indices threads have claimed so far: no shard at or past it ever
+    /// counted. Read without ordering, it may lag a claim, and a reader then misses
+    /// counts it will see on a later read.
+    pub(super) fn claimed() -> usize {
+        NEXT.load(Relaxed).min(SHARDS)
     }
 
     /// This thread's shard, or `None` to use the overflow shard. A thread that owns a

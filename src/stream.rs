@@ -10,8 +10,9 @@ use futures_core::{FusedStream, Stream};
 use pin_project::pin_project;
 
 use crate::attempt::{Attempt, ByResult, Classify, Verdict, When};
-use crate::copies::{Call, CallParts, Copier, RaceEntry};
+use crate::copies::{Call, CallParts, Copier, Poller, RaceEntry};
 use crate::factory::StreamFactory;
+use crate::key::{CallKey, NoKey};
 use crate::policy::AsPolicy;
 use crate::race::{End, Phase};
 use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
@@ -58,10 +59,11 @@ use crate::timeout::{Deadlines, Elapsed, IntoTimeouts, NoTimeouts, Timeouts};
 /// their first item). A panic in the committed copy unwinds through `poll_next`.
 #[pin_project]
 #[must_use = "streams do nothing unless polled"]
-pub struct HedgeStream<F: StreamFactory, P: AsPolicy, C = ByResult, D = NoTimeouts> {
+pub struct HedgeStream<F: StreamFactory, P: AsPolicy, C = ByResult, D = NoTimeouts, K = NoKey> {
     factory: F,
     classify: C,
     deadlines: D,
+    key: K,
     #[pin]
     call: Call<P, F::Stream, F::Ok, F::Error>,
     /// The copy the stream committed to, once one won.
@@ -74,6 +76,7 @@ impl<F: StreamFactory, P: AsPolicy> HedgeStream<F, P> {
             factory,
             classify: ByResult,
             deadlines: NoTimeouts,
+            key: NoKey,
             call: Call::new(policy),
             committed: None,
         }
@@ -87,12 +90,13 @@ crate::call_methods::call_methods!(
     committed
 );
 
-impl<F, P, C, D> Stream for HedgeStream<F, P, C, D>
+impl<F, P, C, D, K> Stream for HedgeStream<F, P, C, D, K>
 where
     F: StreamFactory,
     P: AsPolicy,
     C: Classify<F::Ok, F::Error>,
     D: Deadlines<F::Error>,
+    K: CallKey,
 {
     type Item = Result<F::Ok, F::Error>;
 
@@ -126,7 +130,10 @@ where
                 }
             },
         };
-        let ran = state.run(copier, this.classify, this.deadlines, settings, cx, entry);
+        let key = state.key_hash(this.key, settings);
+        let work = (copier, this.classify);
+        let mut poller = Poller::new(work, (this.deadlines, key), settings, cx, &entry);
+        let ran = state.run(&mut poller, entry);
         let (end, stays) = core::task::ready!(ran);
         *this.committed = stays;
         Poll::Ready(item(end))
@@ -167,7 +174,7 @@ impl<F: StreamFactory> Copier for StreamCopier<'_, F> {
     }
 }
 
-impl<F: StreamFactory, P: AsPolicy, C, D> FusedStream for HedgeStream<F, P, C, D>
+impl<F: StreamFactory, P: AsPolicy, C, D, K> FusedStream for HedgeStream<F, P, C, D, K>
 where
     Self: Stream,
 {
@@ -179,7 +186,7 @@ where
     }
 }
 
-impl<F: StreamFactory, P: AsPolicy, C, D> fmt::Debug for HedgeStream<F, P, C, D> {
+impl<F: StreamFactory, P: AsPolicy, C, D, K> fmt::Debug for HedgeStream<F, P, C, D, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = &self.call.state;
         f.debug_struct("HedgeStream")

@@ -1,6 +1,7 @@
 //! Diagnostic events through `tracing` (feature `tracing`); without the feature every
 //! function here is empty and compiles to nothing, but for the debug-build warning that
-//! the default timer runs under a paused tokio clock, which then goes to standard error.
+//! the default timer runs under a paused tokio clock, which then goes to standard error
+//! (as it does when no subscriber takes it).
 //!
 //! Every event has target `hedging` and level `DEBUG` (but for the one warning that the
 //! default timer runs under a paused tokio clock), and carries the policy's
@@ -69,20 +70,45 @@ pub(crate) fn budget_refused(policy: &Name, copy: usize, max_copies: usize) {
     let _ = (policy, copy, max_copies);
 }
 
+/// The hedges of a key (`key`: its hash; 0 for the policy's calls without a kept key)
+/// stopped winning often enough and are withheld from now on (`withholding`), or a probe
+/// won and they resume; `win_rate`: the recent rate. At level `INFO`: it changes what the
+/// policy does.
+#[inline]
+pub(crate) fn withholding(policy: &Name, key: u64, withholding: bool, win_rate: f64) {
+    #[cfg(feature = "tracing")]
+    {
+        let policy = policy.as_deref();
+        match withholding {
+            true => {
+                tracing::info!(target: "hedging", policy, key, win_rate, "hedges withheld: they stopped winning")
+            }
+            false => {
+                tracing::info!(target: "hedging", policy, key, win_rate, "hedges resumed: a probe won")
+            }
+        }
+    }
+    let _ = (policy, key, withholding, win_rate);
+}
+
 #[cfg(feature = "tracing")]
 fn duration_us(duration: core::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// `FuturesTimer` armed a sleep while tokio's clock is paused: the hedges follow the real
-/// clock. The one event at level `WARN`; without the `tracing` feature, a line on standard
-/// error. Debug builds with the `tokio` feature only.
+/// clock. The one event at level `WARN`; a line on standard error instead when no
+/// subscriber takes it (none installed, or one that filters it out) or without the
+/// `tracing` feature, so that a test under a paused clock always says it. Debug builds
+/// with the `tokio` feature only.
 #[cfg(all(debug_assertions, feature = "tokio", feature = "futures-timer"))]
 #[cold]
 pub(crate) fn default_timer_under_paused_tokio() {
     const WARNING: &str = "hedging: a policy on the default timer (FuturesTimer) armed a hedge under a paused tokio clock; it follows the real clock, so advancing tokio's clock starts no hedge: build the policy with .timer(hedging::timer::TokioTimer::new())";
     #[cfg(feature = "tracing")]
-    tracing::warn!(target: "hedging", "{WARNING}");
-    #[cfg(not(feature = "tracing"))]
+    if tracing::enabled!(target: "hedging", tracing::Level::WARN) {
+        tracing::warn!(target: "hedging", "{WARNING}");
+        return;
+    }
     std::eprintln!("{WARNING}");
 }

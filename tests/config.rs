@@ -28,6 +28,8 @@ fn every_setting() -> PolicyConfig {
     config.min_delay = Some(Duration::from_micros(1_500));
     config.adaptive_min_samples = Some(50);
     config.adaptive_window = Some(Duration::from_secs(5));
+    config.adaptive_keys = Some(64);
+    config.min_win_rate = Some(0.05);
     config.hedge_probability = Some(0.5);
     config.replace_failed = true;
     config.catch_unwind = true;
@@ -57,6 +59,8 @@ adaptive_delay = 0.95
 min_delay = "1.5ms"
 adaptive_min_samples = 50
 adaptive_window = "5s"
+adaptive_keys = 64
+min_win_rate = 0.05
 hedge_probability = 0.5
 replace_failed = true
 catch_unwind = true
@@ -78,6 +82,8 @@ adaptive_delay: 0.95
 min_delay: 1500us
 adaptive_min_samples: 50
 adaptive_window: 5s
+adaptive_keys: 64
+min_win_rate: 0.05
 hedge_probability: 0.5
 replace_failed: true
 catch_unwind: true
@@ -91,7 +97,8 @@ budget:
 const EVERY_SETTING_JSON: &str = r#"{
   "name": "user-reads", "enabled": false, "max_copies": 3,
   "delay": "20ms", "max_delay": "200ms", "adaptive_delay": 0.95, "min_delay": "1.5ms",
-  "adaptive_min_samples": 50, "adaptive_window": "5s", "hedge_probability": 0.5,
+  "adaptive_min_samples": 50, "adaptive_window": "5s", "adaptive_keys": 64,
+  "min_win_rate": 0.05, "hedge_probability": 0.5,
   "replace_failed": true, "catch_unwind": true,
   "budget": {"ratio": 0.1, "burst": 20, "max_outstanding": 50, "min_per_second": 5}
 }"#;
@@ -177,16 +184,24 @@ fn unset_settings_are_left_out_when_written() {
 }
 
 #[test]
-fn the_readme_example_reads() {
-    let readme = include_str!("../README.md");
-    let section = &readme[readme
-        .find("## Configuration")
-        .expect("a Configuration section")..];
-    let start = section.find("```toml\n").expect("a TOML example") + "```toml\n".len();
-    let example = &section[start..start + section[start..].find("```").unwrap()];
-    let config: PolicyConfig = toml::from_str(example).unwrap();
-    assert_eq!(config.name.as_deref(), Some("user-reads"));
-    assert!(config.budget.is_some());
+fn the_readme_and_guide_examples_read() {
+    let pages = [
+        ("README.md", include_str!("../README.md")),
+        ("docs/guide.md", include_str!("../docs/guide.md")),
+    ];
+    for (page, text) in pages {
+        let section = &text[text
+            .find("## Configuration")
+            .unwrap_or_else(|| panic!("{page}: a Configuration section"))..];
+        let start = section
+            .find("```toml\n")
+            .unwrap_or_else(|| panic!("{page}: a TOML example"))
+            + "```toml\n".len();
+        let example = &section[start..start + section[start..].find("```").unwrap()];
+        let config: PolicyConfig = toml::from_str(example).unwrap();
+        assert_eq!(config.name.as_deref(), Some("user-reads"), "{page}");
+        assert!(config.budget.is_some(), "{page}");
+    }
 }
 
 // --- to_builder ---------------------------------------------------------------------------
@@ -203,6 +218,8 @@ fn to_builder_sets_every_setting_as_its_builder_method_does() {
         .min_delay(Duration::from_micros(1_500))
         .adaptive_min_samples(50)
         .adaptive_window(Duration::from_secs(5))
+        .adaptive_keys(64)
+        .min_win_rate(0.05)
         .hedge_probability(0.5)
         .replace_failed(true)
         .catch_unwind(true)
@@ -250,6 +267,36 @@ fn a_policy_from_a_file_hedges_at_its_delay() {
         Ok(1)
     );
     assert_eq!(backend.starts(), [(0, ms(0)), (1, ms(15))]);
+}
+
+#[test]
+fn adaptive_keys_in_a_file_learn_a_delay_per_key() {
+    use hedging::timer::Timer;
+    let timer = ManualTimer::new();
+    let config: PolicyConfig = toml::from_str(
+        "delay = \"50ms\"\nadaptive_delay = 0.5\nadaptive_min_samples = 5\nadaptive_keys = 8",
+    )
+    .unwrap();
+    let policy = config.to_builder().timer(timer.clone()).build();
+    for _ in 0..10 {
+        let sleep = timer.sleep(ms(2));
+        let mut sleep = Some(sleep);
+        let call = hedging::Hedgeable::hedged(
+            move || {
+                let sleep = sleep.take().unwrap_or_else(|| unreachable!("no hedge"));
+                async move {
+                    sleep.await;
+                    Ok::<_, ()>(0)
+                }
+            },
+            &policy,
+        )
+        .key("fast");
+        assert_eq!(Driver::new(call).run(&timer), Ok(0));
+    }
+    let fast = policy.delay_for("fast").unwrap();
+    assert!(fast >= ms(2) && fast < ms(3), "{fast:?}");
+    assert_eq!(policy.delay_for("unseen"), Some(ms(50)), "the fixed delay");
 }
 
 #[test]
@@ -330,7 +377,7 @@ fn one_budget_is_shared_by_making_it_once_and_giving_it_to_each_builder() {
 
 #[test]
 fn a_reload_flips_the_switch_and_changes_the_ratio() {
-    // The README's reload, as written there.
+    // The guide's reload (docs/guide.md, Configuration), as written there.
     fn reload(policy: &Policy<ManualTimer>, text: &str) -> Result<(), toml::de::Error> {
         let config: PolicyConfig = toml::from_str(text)?; // a bad file changes nothing
         policy.set_enabled(config.enabled);
@@ -435,6 +482,12 @@ refused! {
         "adaptive_delay = 1.5" => "adaptive_delay = 1.5 is out of range: expected a quantile in 0.0..=1.0";
     a_hedge_probability_above_1_is_refused:
         "hedge_probability = 2.0" => "hedge_probability = 2 is out of range: expected 0.0..=1.0";
+    a_min_win_rate_above_1_is_refused:
+        "min_win_rate = 1.5" => "min_win_rate = 1.5 is out of range: expected 0.0..=1.0";
+    a_negative_min_win_rate_is_refused:
+        "min_win_rate = -0.1" => "min_win_rate = -0.1 is out of range: expected 0.0..=1.0";
+    adaptive_keys_above_4096_is_refused:
+        "adaptive_keys = 5000" => "adaptive_keys = 5000 is out of range: expected 0..=4096";
     adaptive_min_samples_0_is_refused:
         "adaptive_min_samples = 0" => "adaptive_min_samples = 0 is out of range: expected at least 1";
     an_adaptive_window_below_100ms_is_refused:
@@ -539,4 +592,117 @@ fn bad_inputs_are_refused_alike_in_yaml_and_json() {
             .to_string();
         assert!(error.contains(message), "{json}: {error}");
     }
+}
+
+// --- Where in the file: the position of the value at fault --------------------------------
+
+/// The same fault written in TOML, YAML and JSON: each error holds `message` and the
+/// position of the value at fault, as each format writes positions.
+fn assert_refused_at(cases: [(&str, &str); 3], message: &str) {
+    let [(toml, toml_at), (yaml, yaml_at), (json, json_at)] = cases;
+    let errors = [
+        (
+            toml,
+            toml_at,
+            toml::from_str::<PolicyConfig>(toml)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        ),
+        (
+            yaml,
+            yaml_at,
+            serde_yaml::from_str::<PolicyConfig>(yaml)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        ),
+        (
+            json,
+            json_at,
+            serde_json::from_str::<PolicyConfig>(json)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+        ),
+    ];
+    for (text, at, error) in errors {
+        let error = error.expect_err(text);
+        assert!(
+            error.contains(message) && error.contains(at),
+            "{text:?}: expected {at:?}:\n{error}"
+        );
+    }
+}
+
+#[test]
+fn a_value_out_of_range_says_its_line_and_column() {
+    assert_refused_at(
+        [
+            (
+                "name = \"reads\"\nadaptive_delay = 1.5",
+                "line 2, column 18",
+            ),
+            ("name: reads\nadaptive_delay: 1.5", "at line 2 column 17"),
+            (
+                "{\"name\": \"reads\",\n \"adaptive_delay\": 1.5}",
+                "at line 2 column 22",
+            ),
+        ],
+        "adaptive_delay = 1.5 is out of range",
+    );
+}
+
+#[test]
+fn a_value_out_of_range_in_the_budget_section_says_its_own_line_not_the_section_s() {
+    assert_refused_at(
+        [
+            (
+                "name = \"reads\"\n\n[budget]\nratio = 0.1\nmax_outstanding = 0",
+                "line 5, column 19",
+            ),
+            (
+                "name: reads\nbudget:\n  ratio: 0.1\n  max_outstanding: 0",
+                "at line 4 column 20",
+            ),
+            (
+                "{\"name\": \"reads\",\n \"budget\": {\"ratio\": 0.1,\n   \"max_outstanding\": 0}}",
+                "at line 3 column 23",
+            ),
+        ],
+        "budget.max_outstanding = 0 is out of range",
+    );
+}
+
+#[test]
+fn a_duration_that_does_not_read_says_its_line_and_column() {
+    assert_refused_at(
+        [
+            ("name = \"reads\"\ndelay = \"abc\"", "line 2, column 9"),
+            ("name: reads\ndelay: abc", "at line 2 column 8"),
+            (
+                "{\"name\": \"reads\",\n \"delay\": \"abc\"}",
+                "at line 2 column 15",
+            ),
+        ],
+        "delay = \"abc\" is not a duration",
+    );
+}
+
+#[test]
+fn settings_that_contradict_each_other_say_where_the_second_is() {
+    assert_refused_at(
+        [
+            (
+                "fallback = true\nname = \"x\"\nparallel = true",
+                "line 3, column 12",
+            ),
+            (
+                "fallback: true\nname: x\nparallel: true",
+                "at line 3 column 11",
+            ),
+            (
+                "{\"fallback\": true,\n \"name\": \"x\",\n \"parallel\": true}",
+                "at line 3 column 17",
+            ),
+        ],
+        "parallel and fallback are both set",
+    );
 }

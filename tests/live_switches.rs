@@ -192,6 +192,7 @@ fn switching_keeps_the_stats_and_counts_disabled_calls_as_usual() {
         hedge_wins: 1,
         budget_denied: 0,
         out_of_scope: 0,
+        withheld: 0,
     };
     assert_eq!(policy.stats(), expected);
 }

@@ -157,6 +157,43 @@ fn one_copy_allowed_passes_calls_through_without_clones() {
     );
 }
 
+#[test]
+fn a_disabled_policy_sends_the_request_it_was_given_uncopied() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(50, 0)]);
+    let inner = Scripted::new(&backend);
+    let counts = Arc::clone(&inner.counts);
+    let request_copies = Arc::new(AtomicUsize::new(0));
+    let copies = Arc::clone(&request_copies);
+    let policy = policy(&timer, 3, 10);
+    policy.set_enabled(false);
+    let mut service = HedgeLayer::new(policy.clone())
+        .clone_request(move |r: &u32, _: Attempt| {
+            copies.fetch_add(1, SeqCst);
+            Some(*r)
+        })
+        .layer(inner);
+
+    block_on(service.ready()).unwrap();
+    let mut call = Driver::new(service.call(3));
+    assert_eq!(call.poll(), Poll::Pending);
+    assert_eq!(timer.next_deadline(), Some(ms(50)), "no hedge timer");
+    assert_eq!(call.run(&timer), Ok(0));
+    assert_eq!(*counts.requests.lock().unwrap(), vec![3]);
+    assert_eq!(
+        request_copies.load(SeqCst),
+        0,
+        "the request sent is the one given"
+    );
+    assert_eq!(counts.clones.load(SeqCst), 0, "no service clone");
+    let stats = policy.stats();
+    assert_eq!(
+        (stats.calls, stats.wins, stats.hedges, stats.out_of_scope),
+        (1, 1, 0, 0),
+        "a call, counted as one"
+    );
+}
+
 /// A request that is not `Clone`.
 #[derive(Debug, PartialEq)]
 struct Query(u32);

@@ -13,7 +13,8 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-/// Records every event as `message field=value ...`, checking target and level.
+/// Records every event as `message field=value ...`, checking the target; an event at
+/// another level than `DEBUG` is recorded with its level first (`INFO message ...`).
 #[derive(Clone, Default)]
 struct Recorder(Arc<Mutex<Vec<String>>>);
 
@@ -40,9 +41,12 @@ impl Subscriber for Recorder {
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
         assert_eq!(event.metadata().target(), "hedging");
-        assert_eq!(*event.metadata().level(), Level::DEBUG);
         let mut line = Line(String::new());
         event.record(&mut line);
+        let level = *event.metadata().level();
+        if level != Level::DEBUG {
+            line.0.insert_str(0, &format!("{level} "));
+        }
         self.0.lock().unwrap().push(line.0);
     }
     fn enter(&self, _: &Id) {}
@@ -277,6 +281,41 @@ fn a_name_read_at_run_time_is_the_policy_field_of_every_event() {
             "copy failed policy=\"user-reads\" copy=0 panicked=false",
             "hedge launched policy=\"user-reads\" copy=1 max_copies=2 elapsed_us=4000",
             "hedge race won policy=\"user-reads\" copy=1 launched=2",
+        ]
+    );
+}
+
+#[test]
+fn a_policy_starting_and_stopping_to_withhold_is_an_info_event() {
+    let recorder = Recorder::default();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let timer = ManualTimer::new();
+        // One hedge that loses brings the win rate (from 1) under 0.97, to 31/32; a
+        // probe that wins, back over it.
+        let policy = Policy::builder()
+            .name("heavy")
+            .delay(ms(10))
+            .min_win_rate(0.97)
+            .timer(timer.clone())
+            .build();
+        let scripts = [(50, 100), (500, 1)].into_iter().chain([(500, 1); 20]);
+        for (original, hedge) in scripts {
+            let backend = Backend::new(&timer, [Step::ok(original, 0), Step::ok(hedge, 1)]);
+            Driver::new(backend.factory().hedged(&policy))
+                .run(&timer)
+                .unwrap();
+            if policy.stats().hedge_wins > 0 {
+                break;
+            }
+        }
+    });
+    let events = recorder.0.lock().unwrap().clone();
+    let info: Vec<&String> = events.iter().filter(|e| e.starts_with("INFO")).collect();
+    assert_eq!(
+        info,
+        [
+            "INFO hedges withheld: they stopped winning policy=\"heavy\" key=0 win_rate=0.96875",
+            "INFO hedges resumed: a probe won policy=\"heavy\" key=0 win_rate=0.983428955078125",
         ]
     );
 }

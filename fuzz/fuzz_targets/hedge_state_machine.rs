@@ -1,4 +1,4 @@
-//! `cargo fuzz run hedge_state_machine`: see the README's Reliability section.
+//! `cargo fuzz run hedge_state_machine`: see docs/reliability.md.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| hedging_fuzz::hedge_state_machine(data));

@@ -1,4 +1,4 @@
-//! `cargo fuzz run policy_builder`: see the README's Reliability section.
+//! `cargo fuzz run policy_builder`: see docs/reliability.md.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| hedging_fuzz::policy_builder(data));

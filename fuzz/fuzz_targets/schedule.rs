@@ -1,4 +1,4 @@
-//! `cargo fuzz run schedule`: see the README's Reliability section.
+//! `cargo fuzz run schedule`: see docs/reliability.md.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| hedging_fuzz::schedule(data));

@@ -59,6 +59,24 @@ pub(crate) struct AdaptiveConfig {
     pub(crate) window: Duration,
 }
 
+/// One latency to record: its bucket and when it was observed, in nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sample {
+    bucket: usize,
+    now_nanos: u64,
+}
+
+impl Sample {
+    /// `latency`, observed at `now` (the policy's clock).
+    #[inline]
+    pub(crate) fn new(latency: Duration, now: Duration) -> Self {
+        Sample {
+            bucket: bucket_of(latency),
+            now_nanos: nanos(now),
+        }
+    }
+}
+
 /// Tracks recent latencies of original copies and turns them into a hedge delay.
 pub(crate) struct LatencyTracker {
     config: AdaptiveConfig,
@@ -73,8 +91,10 @@ pub(crate) struct LatencyTracker {
     /// When the slot being filled ends, in nanoseconds: a recording compares against it
     /// instead of dividing.
     slot_end_nanos: AtomicU64,
-    /// `STRIPES` stripes of `SLOTS` rows of `BUCKETS` counters.
+    /// `STRIPES` stripes (or one) of `SLOTS` rows of `BUCKETS` counters.
     counts: Box<[AtomicU32]>,
+    /// The stripes less one: a thread's stripe is its slot masked by it.
+    stripe_mask: usize,
     /// The delay to use, in nanoseconds, or [`NO_ESTIMATE`].
     estimate_nanos: AtomicU64,
     /// Latencies recorded while there was no estimate: at every `min_samples` of them, an
@@ -89,6 +109,27 @@ impl LatencyTracker {
         min_delay: Duration,
         max_delay: Duration,
     ) -> Self {
+        Self::with_stripes(config, fallback, min_delay, max_delay, STRIPES)
+    }
+
+    /// A tracker with one stripe: a quarter of the memory, for a key's latencies, which
+    /// fewer threads record at once than a whole policy's.
+    pub(crate) fn one_stripe(
+        config: AdaptiveConfig,
+        fallback: Duration,
+        min_delay: Duration,
+        max_delay: Duration,
+    ) -> Self {
+        Self::with_stripes(config, fallback, min_delay, max_delay, 1)
+    }
+
+    fn with_stripes(
+        config: AdaptiveConfig,
+        fallback: Duration,
+        min_delay: Duration,
+        max_delay: Duration,
+        stripes: usize,
+    ) -> Self {
         let window_nanos = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
         let slot_nanos = (window_nanos / u64::from(SLOTS_PER_WINDOW)).max(1);
         let min_delay = min_delay.min(MAX_ESTIMATE);
@@ -101,9 +142,10 @@ impl LatencyTracker {
             slot_nanos,
             current_slot: AtomicU64::new(0),
             slot_end_nanos: AtomicU64::new(slot_nanos),
-            counts: (0..STRIPES * STRIPE_LEN)
+            counts: (0..stripes * STRIPE_LEN)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
+            stripe_mask: stripes - 1,
             estimate_nanos: AtomicU64::new(NO_ESTIMATE),
             unestimated: AtomicU32::new(0),
         }
@@ -127,17 +169,42 @@ impl LatencyTracker {
         }
     }
 
+    /// Forgets every latency, for a new key in a key's place: the fallback returns.
+    #[cold]
+    pub(crate) fn clear(&self) {
+        self.counts.iter().for_each(|count| count.store(0, Relaxed));
+        self.unestimated.store(0, Relaxed);
+        self.estimate_nanos.store(NO_ESTIMATE, Relaxed);
+    }
+
+    /// The delay before enough samples exist.
+    pub(crate) fn fallback(&self) -> Duration {
+        self.fallback
+    }
+
     /// Records one latency observed at `now` (the policy's clock).
     #[inline]
+    #[cfg(test)]
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
-        let now_nanos = nanos(now);
+        self.record_sample(Sample::new(latency, now));
+    }
+
+    /// Records one latency, as [`LatencyTracker::record`] does, with its bucket and time
+    /// already worked out: a policy's and a key's tracker record the same sample.
+    #[inline]
+    pub(crate) fn record_sample(&self, Sample { bucket, now_nanos }: Sample) {
         let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
             self.rotate(now_nanos / self.slot_nanos)
         } else {
             self.current_slot.load(Relaxed)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
-        self.counts[stripe() * STRIPE_LEN + row + bucket_of(latency)].fetch_add(1, Relaxed);
+        // A key's tracker has one stripe: no need to ask which thread this is.
+        let stripe = match self.stripe_mask {
+            0 => 0,
+            mask => stripe() & mask,
+        };
+        self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
             self.recorded_without_estimate(slot);
         }
@@ -236,13 +303,13 @@ impl LatencyTracker {
 
 /// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
 #[inline]
-fn nanos(time: Duration) -> u64 {
+pub(crate) fn nanos(time: Duration) -> u64 {
     time.as_secs()
         .saturating_mul(1_000_000_000)
         .saturating_add(u64::from(time.subsec_nanos()))
 }
 
-/// The stripe this thread records into.
+/// The stripe this thread records into, before a tracker masks it to its own stripes.
 #[inline]
 fn stripe() -> usize {
     #[cfg(feature = "std")]
@@ -265,187 +332,4 @@ impl fmt::Debug for LatencyTracker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MS: Duration = Duration::from_millis(1);
-
-    fn tracker(quantile: f64, min_samples: u32) -> LatencyTracker {
-        let config = AdaptiveConfig {
-            quantile,
-            min_samples,
-            window: 4 * MS * 1000,
-        };
-        LatencyTracker::new(config, 10 * MS, Duration::ZERO, Duration::MAX)
-    }
-
-    #[test]
-    fn the_first_estimate_comes_once_min_samples_are_known() {
-        let tracker = tracker(0.5, 10);
-        for _ in 0..9 {
-            tracker.record(2 * MS, Duration::ZERO);
-        }
-        assert_eq!(tracker.delay(MS), 10 * MS, "nine latencies: the fallback");
-        // The tenth, still in the first quarter window, publishes the first estimate.
-        tracker.record(2 * MS, MS);
-        let delay = tracker.delay(MS);
-        assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
-        // The window's rules take over when the slot completes: the same latencies.
-        tracker.record(3 * MS, 1000 * MS);
-        let delay = tracker.delay(1000 * MS);
-        assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
-    }
-
-    #[test]
-    fn too_few_samples_keep_the_fallback() {
-        let tracker = tracker(0.5, 10);
-        for _ in 0..8 {
-            tracker.record(2 * MS, Duration::ZERO);
-        }
-        tracker.record(2 * MS, 1000 * MS);
-        assert_eq!(tracker.delay(1000 * MS), 10 * MS);
-    }
-
-    #[test]
-    fn an_early_estimate_counts_only_what_the_window_still_holds() {
-        // Ten latencies, but the first five left the window with an idle gap: no
-        // estimate until ten are known again.
-        let tracker = tracker(0.5, 10);
-        for _ in 0..5 {
-            tracker.record(2 * MS, Duration::ZERO);
-        }
-        for _ in 0..5 {
-            tracker.record(2 * MS, 10_000 * MS);
-        }
-        assert_eq!(tracker.delay(10_000 * MS), 10 * MS);
-        for _ in 0..10 {
-            tracker.record(2 * MS, 10_001 * MS);
-        }
-        let delay = tracker.delay(10_001 * MS);
-        assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
-    }
-
-    #[test]
-    fn the_quantile_is_nearest_rank() {
-        let tracker = tracker(0.95, 1);
-        for latency in 1..=100u64 {
-            tracker.record(Duration::from_micros(latency * 100), Duration::ZERO);
-        }
-        // The 95th of 100 values, 9.5 ms, rounded up to its bucket's edge: read once the
-        // slot completed, with no recording since.
-        let delay = tracker.delay(1000 * MS);
-        assert!(
-            (Duration::from_micros(9_500)..=Duration::from_micros(9_500 + 9_500 / 16))
-                .contains(&delay),
-            "{delay:?}"
-        );
-    }
-
-    #[test]
-    fn old_samples_leave_after_a_window() {
-        let tracker = tracker(0.5, 1);
-        for _ in 0..1000 {
-            tracker.record(MS, Duration::ZERO);
-        }
-        // One slow sample per slot for a whole window replaces the fast ones.
-        for slot in 1..=5u32 {
-            tracker.record(8 * MS, slot * 1000 * MS);
-        }
-        let delay = tracker.delay(5000 * MS);
-        assert!(delay >= 8 * MS, "{delay:?}");
-    }
-
-    #[test]
-    fn a_long_idle_gap_clears_every_slot() {
-        // Two samples make an estimate, so the one recorded after the gap is not enough.
-        let tracker = tracker(0.5, 2);
-        tracker.record(MS, Duration::ZERO);
-        tracker.record(MS, 1000 * MS);
-        assert!(tracker.delay(1000 * MS) < 2 * MS);
-        tracker.record(MS, 100_000 * MS);
-        assert_eq!(
-            tracker.delay(100_000 * MS),
-            10 * MS,
-            "an empty window falls back"
-        );
-    }
-
-    #[test]
-    fn a_read_after_an_idle_window_falls_back_without_a_recording() {
-        let tracker = tracker(0.5, 1);
-        tracker.record(MS, Duration::ZERO);
-        assert!(tracker.delay(1000 * MS) < 2 * MS);
-        // Still within the window of the last sample: kept.
-        assert!(tracker.delay(4999 * MS) < 2 * MS);
-        // A whole window later, with nothing recorded since: forgotten.
-        assert_eq!(tracker.delay(5000 * MS), 10 * MS);
-    }
-
-    /// Records `fast` latencies of 1 ms and `slow` of 10 ms in slot `slot` of the test
-    /// tracker's ring (slots of one second).
-    fn record_slot(tracker: &LatencyTracker, slot: u32, fast: u32, slow: u32) {
-        let at = slot * 1000 * MS;
-        (0..fast).for_each(|_| tracker.record(MS, at));
-        (0..slow).for_each(|_| tracker.record(10 * MS, at));
-    }
-
-    #[test]
-    fn stragglers_keep_the_quantile() {
-        let tracker = tracker(0.9, 1);
-        // 5% of calls ten times the median: stragglers, hedged at the p90.
-        record_slot(&tracker, 0, 95, 5);
-        record_slot(&tracker, 1, 95, 5);
-        let delay = tracker.delay(2000 * MS);
-        assert!(delay < MS + MS / 16, "{delay:?}");
-    }
-
-    #[test]
-    fn a_queue_of_slow_calls_is_not_hedged_below_the_slowest_latency() {
-        let tracker = tracker(0.5, 1);
-        // 20% of calls ten times the median in both newest slots: a queue.
-        record_slot(&tracker, 0, 80, 20);
-        record_slot(&tracker, 1, 80, 20);
-        let delay = tracker.delay(2000 * MS);
-        assert!(
-            (10 * MS..=10 * MS + 10 * MS / 16).contains(&delay),
-            "{delay:?}"
-        );
-    }
-
-    #[test]
-    fn one_slot_straddling_a_shift_keeps_the_quantile() {
-        let tracker = tracker(0.5, 1);
-        // The older slot is all fast; the newest has a crowd of slow calls, as a slot does
-        // when the median moves within it.
-        record_slot(&tracker, 0, 100, 0);
-        record_slot(&tracker, 1, 70, 30);
-        let delay = tracker.delay(2000 * MS);
-        assert!(delay < MS + MS / 16, "{delay:?}");
-    }
-
-    #[test]
-    fn a_queue_in_the_only_slot_so_far_counts() {
-        let tracker = tracker(0.5, 1);
-        record_slot(&tracker, 0, 70, 30);
-        let delay = tracker.delay(1000 * MS);
-        assert!(delay >= 10 * MS, "{delay:?}");
-    }
-
-    #[test]
-    fn bounds_beyond_the_estimate_range_are_clamped_to_it() {
-        let config = AdaptiveConfig {
-            quantile: 0.5,
-            min_samples: 1,
-            window: 4 * MS * 1000,
-        };
-        let huge = Duration::from_secs(u64::MAX);
-        let tracker = LatencyTracker::new(config, 10 * MS, huge, Duration::MAX);
-        assert_eq!(tracker.delay(Duration::ZERO), MAX_ESTIMATE);
-        tracker.record(MS, Duration::ZERO);
-        assert_eq!(
-            tracker.delay(1000 * MS),
-            MAX_ESTIMATE,
-            "the bound holds exactly"
-        );
-    }
-}
+mod tests;

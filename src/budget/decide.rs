@@ -3,7 +3,7 @@
 use core::sync::atomic::Ordering::Relaxed;
 use core::time::Duration;
 
-use super::{Budget, Kind, Refused, SAVINGS_WINDOW, UNCAPPED, UNIT};
+use super::{nanos, Budget, Kind, Refused, SAVINGS_WINDOW, UNCAPPED, UNIT};
 
 impl Budget {
     /// Whether calls earn tokens: a token bucket.
@@ -144,9 +144,4 @@ impl Budget {
     pub(crate) fn release(&self, copies: usize) {
         self.inner.outstanding.fetch_sub(copies as u64, Relaxed);
     }
-}
-
-/// `duration` in nanoseconds, saturating.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -5,10 +5,15 @@
 use alloc::sync::Arc;
 use core::fmt;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::time::Duration;
 
 mod decide;
+mod members;
 mod recent;
 
+pub(crate) use self::members::Member;
+#[cfg(feature = "std")]
+use self::members::Members;
 use self::recent::Recent;
 
 /// Token units per token: balances are kept in millionths, so deposits stay exact integers.
@@ -29,7 +34,9 @@ const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 /// Two kinds:
 ///
 /// - [`Budget::new(ratio)`](Budget::new), a token bucket: every call that ends without
-///   asking for a copy beyond its first earns `ratio` tokens; each copy beyond the first
+///   asking for a copy beyond its first (or asking only for copies due with the call, as
+///   [`parallel()`](crate::PolicyBuilder::parallel) sends them) earns `ratio` tokens, into
+///   the budget every policy given it shares; each copy beyond the first
 ///   withdraws one, and without a token the copy is not started (the call goes on with the
 ///   copies it has). Copies started at once after a failure draw from it too. What the
 ///   bucket may save follows the traffic: one second of calls' worth (see
@@ -41,7 +48,7 @@ const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 /// Either may add [`max_outstanding`](Budget::max_outstanding), a cap on extra copies in
 /// flight across every call, and [`min_per_second`](Budget::min_per_second), a floor of
 /// extra copies per second that lets a quiet service hedge whatever the tokens say. Every
-/// operation is a lock-free atomic update; a refusal is counted in
+/// operation on a call's path is a lock-free atomic update; a refusal is counted in
 /// [`Stats::budget_denied`](crate::Stats::budget_denied).
 ///
 /// Clone it (a reference-count bump) to share one budget between policies. The
@@ -68,11 +75,16 @@ const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 /// A token bucket answers three questions, each with one atomic update:
 ///
 /// - **What a call earns.** A call that ends without asking for a copy beyond its first
-///   earns `ratio` tokens; a call that asked (whether its copy started or was refused)
-///   earns nothing. The calls that needed no hedge pay for the ones that do, so extra
-///   copies stay at or below `ratio` of all calls over time, and in a brownout, where every
-///   call asks, the bucket earns nothing and soon refuses all but the
-///   [floor](Budget::min_per_second).
+///   earns `ratio` tokens; a call that asked after waiting or after a failure (whether
+///   its copy started or was refused) earns nothing. The calls that needed no hedge pay
+///   for the ones that do, so extra copies stay at or below `ratio` of all calls over
+///   time, and in a brownout, where every call asks, the bucket earns nothing and soon
+///   refuses all but the [floor](Budget::min_per_second). A copy due with the call
+///   itself (a zero delay: every copy of a
+///   [`parallel()`](crate::PolicyBuilder::parallel) policy) is how the call is sent, not
+///   a sign that it ran slow: asking for it does not stop the call earning. So a parallel
+///   policy with a budget of its own sends a second copy with about `ratio` of its calls,
+///   in a brownout as at any time.
 /// - **What it may save.** At most what one second of calls earns: `ratio` × the calls
 ///   that ended in the last second (counted in eighths of a second), and never less than
 ///   10 tokens, which is also what it starts with. A cluster of slow calls (a replica's GC
@@ -94,13 +106,18 @@ const THROTTLING_TOKENS: (u64, u64) = (UNIT / 1000, 1000 * UNIT);
 ///
 /// # When deposits land
 ///
-/// A call that needs no hedge does no work for a token bucket: a policy credits the calls
-/// that ended since its last credit (from its stats) when it next considers a hedge. For
-/// one policy this is exactly a deposit per earning call, capped at the savings, made
-/// once the call ended; with several policies sharing a budget, a policy's deposits wait
-/// until it next considers a hedge. Calls credited after a long quiet spell count toward
-/// the last second's traffic only in proportion (a minute's calls credited at once count
-/// as a sixtieth).
+/// A call that needs no hedge does no work for a token bucket: its policy's stats count
+/// it, and the budget reads the counts later. A policy credits its calls that ended since
+/// its last credit when one of its calls asks for a copy; when a copy finds the bucket
+/// short, the calls of every policy sharing the budget are credited first, and the copy
+/// asks again. For one policy this is exactly a deposit per earning call, capped at the
+/// savings, made once the call ended; with several, the calls of a policy that never
+/// asks fund the others' copies as soon as they need them. Calls credited after a long
+/// quiet spell count toward the last second's traffic only in proportion (a minute's
+/// calls credited at once count as a sixtieth). The calls a policy ended before it was
+/// dropped are credited too: the next policy given the budget takes its place, so a
+/// budget keeps one place (about 4 KiB) per policy alive at once, however many come and
+/// go. Without the `std` feature a policy's calls are credited at its own asks only.
 #[derive(Clone)]
 pub struct Budget {
     inner: Arc<Inner>,
@@ -142,6 +159,9 @@ struct Inner {
     /// theoretical time, in nanoseconds of the asking policy's clock, at which the floor
     /// is next fully rested.
     floor_at: AtomicU64,
+    /// The policies given the budget, whose ended calls it credits (with `std`).
+    #[cfg(feature = "std")]
+    members: Members,
 }
 
 impl Budget {
@@ -213,6 +233,8 @@ impl Budget {
                 recent: Recent::new(),
                 outstanding: AtomicU64::new(0),
                 floor_at: AtomicU64::new(0),
+                #[cfg(feature = "std")]
+                members: Members::default(),
             }),
         }
     }
@@ -347,6 +369,11 @@ impl Kind {
             }
         }
     }
+}
+
+/// `duration` in nanoseconds, saturating.
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// `value` in units, rounded; the conversion saturates, so infinity is `u64::MAX`.

@@ -1,8 +1,12 @@
 //! [`BudgetConfig`]: a [`Budget`]'s settings as data, the `budget` section of a
 //! [`PolicyConfig`](super::PolicyConfig).
 
+use core::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::read::{Checked, Scalar, Seen};
 use super::ConfigError;
 use crate::budget::Budget;
 
@@ -42,32 +46,82 @@ pub struct BudgetConfig {
     pub token_ratio: Option<f64>,
 }
 
-/// What a file's budget section holds, before it is checked.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Fields {
-    ratio: Option<f64>,
-    burst: Option<f64>,
-    max_outstanding: Option<usize>,
-    min_per_second: Option<u32>,
-    max_tokens: Option<f64>,
-    token_ratio: Option<f64>,
+/// The keys of a budget section, as [`Key`] lists them.
+const KEYS: &[&str] = &[
+    "ratio",
+    "burst",
+    "max_outstanding",
+    "min_per_second",
+    "max_tokens",
+    "token_ratio",
+];
+
+/// A key of a budget section; any other is refused.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum Key {
+    Ratio,
+    Burst,
+    MaxOutstanding,
+    MinPerSecond,
+    MaxTokens,
+    TokenRatio,
 }
 
 impl<'de> Deserialize<'de> for BudgetConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let fields = Fields::deserialize(deserializer)?;
-        let config = BudgetConfig {
-            ratio: fields.ratio,
-            burst: fields.burst,
-            max_outstanding: fields.max_outstanding,
-            min_per_second: fields.min_per_second,
-            max_tokens: fields.max_tokens,
-            token_ratio: fields.token_ratio,
-        };
-        config.validate().map_err(serde::de::Error::custom)?;
+        deserializer.deserialize_struct("BudgetConfig", KEYS, BudgetVisitor)
+    }
+}
+
+struct BudgetVisitor;
+
+impl<'de> Visitor<'de> for BudgetVisitor {
+    type Value = BudgetConfig;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a budget: a table of its settings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BudgetConfig, A::Error> {
+        let mut config = BudgetConfig::default();
+        let mut seen = Seen::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            seen.mark(key as usize, KEYS)?;
+            let (map, config) = (&mut map, &mut config);
+            match key {
+                Key::Ratio => value(map, config, |c, ratio| c.ratio = Some(ratio)),
+                Key::Burst => value(map, config, |c, burst| c.burst = Some(burst)),
+                Key::MaxOutstanding => value(map, config, |c, n| c.max_outstanding = Some(n)),
+                Key::MinPerSecond => value(map, config, |c, n| c.min_per_second = Some(n)),
+                Key::MaxTokens => value(map, config, |c, tokens| c.max_tokens = Some(tokens)),
+                Key::TokenRatio => value(map, config, |c, ratio| c.token_ratio = Some(ratio)),
+            }?;
+        }
+        // What only the whole section tells: which kind of budget it is.
+        config.validate().map_err(de::Error::custom)?;
         Ok(config)
     }
+}
+
+/// The next value of `map`, given to `config` by `set` and checked against the settings
+/// read before it, inside the format's visit of it (so an error says where).
+fn value<'de, A: MapAccess<'de>, T: Scalar>(
+    map: &mut A,
+    config: &mut BudgetConfig,
+    set: impl FnOnce(&mut BudgetConfig, T),
+) -> Result<(), A::Error> {
+    map.next_value_seed(Checked::new(|value| {
+        set(config, value);
+        config.check(Whole::NotYet)
+    }))
+}
+
+/// Whether a section was read to its end, so that a missing key is missing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Whole {
+    Read,
+    NotYet,
 }
 
 impl BudgetConfig {
@@ -108,7 +162,14 @@ impl BudgetConfig {
     /// [`Budget`] method accepts without clamping. The error names the key (`budget.ratio`),
     /// the value and the range.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check(Whole::Read)
+    }
+
+    /// The checks of [`validate`](Self::validate); those of keys a section lacks only
+    /// once it was read whole.
+    fn check(&self, read: Whole) -> Result<(), ConfigError> {
         let bucket = self.ratio.is_some() || self.burst.is_some();
+        let whole = read == Whole::Read;
         match (bucket, self.is_throttling()) {
             (true, true) => {
                 return Err(ConfigError::new(
@@ -117,20 +178,20 @@ impl BudgetConfig {
                      `burst`) or throttling (`max_tokens` and `token_ratio`), not both",
                 ))
             }
-            (false, false) => {
+            (false, false) if whole => {
                 return Err(ConfigError::new(
                     "budget",
                     "budget sets no kind: expected a token bucket (`ratio`, optionally \
                      `burst`) or throttling (`max_tokens` and `token_ratio`)",
                 ))
             }
-            (true, false) if self.ratio.is_none() => {
+            (true, false) if whole && self.ratio.is_none() => {
                 return Err(ConfigError::new(
                     "budget.burst",
                     "budget.burst needs the `ratio` of its token bucket",
                 ))
             }
-            (false, true) if self.max_tokens.is_none() || self.token_ratio.is_none() => {
+            (false, true) if whole && (self.max_tokens.is_none() || self.token_ratio.is_none()) => {
                 return Err(ConfigError::new(
                     "budget",
                     "budget throttling needs both `max_tokens` and `token_ratio`",

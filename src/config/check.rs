@@ -9,6 +9,13 @@ use super::duration::{self, LONGEST};
 use super::{ConfigError, PolicyConfig};
 use crate::builder::PolicyBuilder;
 
+/// Whether a setting not given takes its default, or may still be given by a later key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Defaults {
+    Apply,
+    Later,
+}
+
 /// The default of [`PolicyBuilder::min_delay`], which bounds a file's adaptive `delay`.
 const DEFAULT_MIN_DELAY: Duration = Duration::from_millis(1);
 
@@ -17,6 +24,16 @@ impl PolicyConfig {
     /// config put together in code: every value within the range its builder method
     /// accepts without clamping, no two settings contradicting each other.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check(Defaults::Apply)
+    }
+
+    /// What [`validate`](Self::validate) refuses whatever a later key says: the checks of
+    /// the values set so far among themselves, no default taken for one not set yet.
+    pub(super) fn check_read(&self) -> Result<(), ConfigError> {
+        self.check(Defaults::Later)
+    }
+
+    fn check(&self, defaults: Defaults) -> Result<(), ConfigError> {
         let max_copies = PolicyBuilder::<()>::MAX_COPIES;
         if let Some(copies) = self.max_copies.filter(|n| !(1..=max_copies).contains(n)) {
             return Err(ConfigError::out_of_range(
@@ -31,6 +48,15 @@ impl PolicyConfig {
             "a quantile in 0.0..=1.0",
         )?;
         fraction("hedge_probability", self.hedge_probability, "0.0..=1.0")?;
+        fraction("min_win_rate", self.min_win_rate, "0.0..=1.0")?;
+        let max_keys = PolicyBuilder::<()>::MAX_KEYS;
+        if let Some(keys) = self.adaptive_keys.filter(|n| *n > max_keys) {
+            return Err(ConfigError::out_of_range(
+                "adaptive_keys",
+                keys,
+                format_args!("0..={max_keys}"),
+            ));
+        }
         if self.adaptive_min_samples == Some(0) {
             return Err(ConfigError::out_of_range(
                 "adaptive_min_samples",
@@ -60,7 +86,7 @@ impl PolicyConfig {
             }
         }
         self.check_modes()?;
-        self.check_bounds()?;
+        self.check_bounds(defaults)?;
         if self.catch_unwind && cfg!(not(feature = "std")) {
             return Err(ConfigError::new(
                 "catch_unwind",
@@ -68,8 +94,8 @@ impl PolicyConfig {
             ));
         }
         match &self.budget {
-            Some(budget) => budget.validate(),
-            None => Ok(()),
+            Some(budget) if defaults == Defaults::Apply => budget.validate(),
+            _ => Ok(()), // a section read from a file was checked where it was read
         }
     }
 
@@ -99,11 +125,11 @@ impl PolicyConfig {
 
     /// `min_delay <= max_delay` (the default `min_delay` too, with `adaptive_delay`), and a
     /// `delay` within the bounds that apply to it.
-    fn check_bounds(&self) -> Result<(), ConfigError> {
+    fn check_bounds(&self, defaults: Defaults) -> Result<(), ConfigError> {
         let adaptive = self.adaptive_delay.is_some();
         let min = match self.min_delay {
             Some(min) => Some(min),
-            None if adaptive => Some(DEFAULT_MIN_DELAY),
+            None if adaptive && defaults == Defaults::Apply => Some(DEFAULT_MIN_DELAY),
             None => None,
         };
         let outside = |key, value: Duration, bound: &str, bound_key: &str, limit: Duration| {

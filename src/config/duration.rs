@@ -2,10 +2,9 @@
 //! `"1m30s"`; parsed exactly (no floating point), and written back in the same form.
 
 use alloc::string::String;
-use core::fmt::{self, Write as _};
+use core::fmt::Write as _;
 use core::time::Duration;
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
 
 /// The longest duration a file may give: what the adaptive delay's bounds can hold
@@ -131,28 +130,8 @@ pub(super) fn format(duration: Duration) -> String {
 }
 
 /// The text of a duration in a file, as the file gave it: checked by the field it is for,
-/// so that an error names the key.
+/// so that an error names the key (read as a `read::Scalar`).
 pub(super) struct Text(pub(super) String);
-
-impl<'de> de::Deserialize<'de> for Text {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor;
-
-        impl Visitor<'_> for TextVisitor {
-            type Value = Text;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration as a string, such as \"20ms\" or \"1.5s\"")
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Text, E> {
-                Ok(Text(String::from(text)))
-            }
-        }
-
-        deserializer.deserialize_str(TextVisitor)
-    }
-}
 
 /// Writes an optional duration as [`format`] does (a `None` is skipped by the field).
 pub(super) fn serialize<S: Serializer>(

@@ -10,7 +10,8 @@ use core::fmt;
 ///
 /// Its message names the key, the value and what is accepted, as in
 /// `max_copies = 0 is out of range: expected 1..=64`. Deserializing a [`PolicyConfig`](super::PolicyConfig)
-/// reports it as the format's own error (which adds where in the file), and
+/// reports it as the format's own error, which adds where in the file (the line and
+/// column of the value at fault, in TOML, YAML and JSON), and
 /// [`PolicyConfig::validate`](super::PolicyConfig::validate) returns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {

@@ -32,15 +32,21 @@
 //! A value a file gives is checked when the file is deserialized: one out of the range
 //! its builder method accepts without clamping, or settings that contradict each other
 //! (two modes, a `max_delay` below the `delay`, a budget of both kinds), fail the whole
-//! file, with a message naming the key, the value and the accepted range:
+//! file, with a message naming the key, the value and the accepted range. The error is
+//! raised as the value at fault is read (for settings that contradict each other, the
+//! one read second), so the format adds its line and column, in sections such as
+//! `[budget]` too; a fault only a whole table shows (a budget that sets no kind, a bound
+//! against a default) is placed where the format places that table:
 //!
 //! ```
 //! # use hedging::config::PolicyConfig;
-//! let error = toml::from_str::<PolicyConfig>("max_copies = 0").unwrap_err();
-//! assert!(error.to_string().contains("max_copies = 0 is out of range: expected 1..=64"));
+//! let file = "name = \"reads\"\nmax_copies = 0";
+//! let error = toml::from_str::<PolicyConfig>(file).unwrap_err().to_string();
+//! assert!(error.contains("line 2, column 14"), "{error}");
+//! assert!(error.contains("max_copies = 0 is out of range: expected 1..=64"));
 //! ```
 //!
-//! Unknown keys are refused too (`deny_unknown_fields`), so a misspelt setting is not
+//! Unknown keys are refused too, as `deny_unknown_fields` refuses them, so a misspelt setting is not
 //! silently ignored. A `PolicyConfig` that was deserialized is therefore valid, and
 //! [`to_builder`](PolicyConfig::to_builder) cannot fail; one put together in code can be
 //! checked the same way with [`PolicyConfig::validate`], and is otherwise clamped as the
@@ -64,11 +70,14 @@
 
 use alloc::format;
 use alloc::string::String;
+use core::fmt;
 use core::time::Duration;
 
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use self::duration::{Text, Unreadable};
+use self::read::{Checked, Scalar, Seen};
 use crate::builder::PolicyBuilder;
 use crate::policy::Policy;
 
@@ -76,6 +85,7 @@ mod budget;
 mod check;
 mod duration;
 mod error;
+mod read;
 
 pub use self::budget::BudgetConfig;
 pub use self::error::ConfigError;
@@ -139,6 +149,13 @@ pub struct PolicyConfig {
         serialize_with = "duration::serialize"
     )]
     pub adaptive_window: Option<Duration>,
+    /// [`PolicyBuilder::adaptive_keys`]: the most keys whose delay (and win rate) is
+    /// learnt on its own, in `0..=4096`; 0, the default, is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive_keys: Option<usize>,
+    /// [`PolicyBuilder::min_win_rate`], in `0.0..=1.0`; 0, the default, withholds nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_win_rate: Option<f64>,
     /// [`PolicyBuilder::hedge_probability`], in `0.0..=1.0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hedge_probability: Option<f64>,
@@ -168,6 +185,8 @@ impl Default for PolicyConfig {
             min_delay: None,
             adaptive_min_samples: None,
             adaptive_window: None,
+            adaptive_keys: None,
+            min_win_rate: None,
             hedge_probability: None,
             replace_failed: false,
             catch_unwind: false,
@@ -234,6 +253,12 @@ impl PolicyConfig {
         if let Some(window) = self.adaptive_window {
             builder = builder.adaptive_window(window);
         }
+        if let Some(keys) = self.adaptive_keys {
+            builder = builder.adaptive_keys(keys);
+        }
+        if let Some(rate) = self.min_win_rate {
+            builder = builder.min_win_rate(rate);
+        }
         if let Some(probability) = self.hedge_probability {
             builder = builder.hedge_probability(probability);
         }
@@ -249,67 +274,131 @@ impl PolicyConfig {
     }
 }
 
-/// What a file holds, before it is checked: durations as their text.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Fields {
-    name: Option<String>,
-    enabled: Option<bool>,
-    max_copies: Option<usize>,
-    delay: Option<Text>,
-    parallel: Option<bool>,
-    fallback: Option<bool>,
-    max_delay: Option<Text>,
-    adaptive_delay: Option<f64>,
-    min_delay: Option<Text>,
-    adaptive_min_samples: Option<u32>,
-    adaptive_window: Option<Text>,
-    hedge_probability: Option<f64>,
-    replace_failed: Option<bool>,
-    catch_unwind: Option<bool>,
-    budget: Option<BudgetConfig>,
+/// The keys of a policy table, as [`Key`] lists them.
+const KEYS: &[&str] = &[
+    "name",
+    "enabled",
+    "max_copies",
+    "delay",
+    "parallel",
+    "fallback",
+    "max_delay",
+    "adaptive_delay",
+    "min_delay",
+    "adaptive_min_samples",
+    "adaptive_window",
+    "adaptive_keys",
+    "min_win_rate",
+    "hedge_probability",
+    "replace_failed",
+    "catch_unwind",
+    "budget",
+];
+
+/// A key of a policy table; any other is refused.
+#[derive(Clone, Copy, Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum Key {
+    Name,
+    Enabled,
+    MaxCopies,
+    Delay,
+    Parallel,
+    Fallback,
+    MaxDelay,
+    AdaptiveDelay,
+    MinDelay,
+    AdaptiveMinSamples,
+    AdaptiveWindow,
+    AdaptiveKeys,
+    MinWinRate,
+    HedgeProbability,
+    ReplaceFailed,
+    CatchUnwind,
+    Budget,
 }
 
 impl<'de> Deserialize<'de> for PolicyConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let fields = Fields::deserialize(deserializer)?;
-        let config = PolicyConfig::try_from(fields).map_err(serde::de::Error::custom)?;
-        config.validate().map_err(serde::de::Error::custom)?;
+        deserializer.deserialize_struct("PolicyConfig", KEYS, PolicyVisitor)
+    }
+}
+
+struct PolicyVisitor;
+
+impl<'de> Visitor<'de> for PolicyVisitor {
+    type Value = PolicyConfig;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a hedging policy: a table of its settings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PolicyConfig, A::Error> {
+        let mut config = PolicyConfig::default();
+        let mut seen = Seen::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            seen.mark(key as usize, KEYS)?;
+            let (map, config) = (&mut map, &mut config);
+            match key {
+                Key::Name => value(map, config, |c, name| c.name = Some(name)),
+                Key::Enabled => value(map, config, |c, on| c.enabled = on),
+                Key::MaxCopies => value(map, config, |c, copies| c.max_copies = Some(copies)),
+                Key::Delay => duration(map, config, "delay", |c| &mut c.delay),
+                Key::Parallel => value(map, config, |c, on| c.parallel = on),
+                Key::Fallback => value(map, config, |c, on| c.fallback = on),
+                Key::MaxDelay => duration(map, config, "max_delay", |c| &mut c.max_delay),
+                Key::AdaptiveDelay => value(map, config, |c, q| c.adaptive_delay = Some(q)),
+                Key::MinDelay => duration(map, config, "min_delay", |c| &mut c.min_delay),
+                Key::AdaptiveMinSamples => value(map, config, |c, samples| {
+                    c.adaptive_min_samples = Some(samples)
+                }),
+                Key::AdaptiveWindow => {
+                    duration(map, config, "adaptive_window", |c| &mut c.adaptive_window)
+                }
+                Key::AdaptiveKeys => value(map, config, |c, keys| c.adaptive_keys = Some(keys)),
+                Key::MinWinRate => value(map, config, |c, rate| c.min_win_rate = Some(rate)),
+                Key::HedgeProbability => value(map, config, |c, p| c.hedge_probability = Some(p)),
+                Key::ReplaceFailed => value(map, config, |c, on| c.replace_failed = on),
+                Key::CatchUnwind => value(map, config, |c, on| c.catch_unwind = on),
+                Key::Budget => map.next_value().map(|budget| config.budget = budget),
+            }?;
+        }
+        // What a later key could have changed: bounds that hold against a default.
+        config.validate().map_err(de::Error::custom)?;
         Ok(config)
     }
 }
 
-impl TryFrom<Fields> for PolicyConfig {
-    type Error = ConfigError;
-
-    fn try_from(fields: Fields) -> Result<Self, ConfigError> {
-        Ok(PolicyConfig {
-            name: fields.name,
-            enabled: fields.enabled.unwrap_or(true),
-            max_copies: fields.max_copies,
-            delay: read_duration("delay", fields.delay)?,
-            parallel: fields.parallel.unwrap_or(false),
-            fallback: fields.fallback.unwrap_or(false),
-            max_delay: read_duration("max_delay", fields.max_delay)?,
-            adaptive_delay: fields.adaptive_delay,
-            min_delay: read_duration("min_delay", fields.min_delay)?,
-            adaptive_min_samples: fields.adaptive_min_samples,
-            adaptive_window: read_duration("adaptive_window", fields.adaptive_window)?,
-            hedge_probability: fields.hedge_probability,
-            replace_failed: fields.replace_failed.unwrap_or(false),
-            catch_unwind: fields.catch_unwind.unwrap_or(false),
-            budget: fields.budget,
-        })
-    }
+/// The next value of `map`, given to `config` by `set` and checked against the settings
+/// read before it, inside the format's visit of it (see [`read`]).
+fn value<'de, A: MapAccess<'de>, T: Scalar>(
+    map: &mut A,
+    config: &mut PolicyConfig,
+    set: impl FnOnce(&mut PolicyConfig, T),
+) -> Result<(), A::Error> {
+    map.next_value_seed(Checked::new(|value| {
+        set(config, value);
+        config.check_read()
+    }))
 }
 
-/// The duration a file gives for `key`, if any.
-fn read_duration(key: &'static str, text: Option<Text>) -> Result<Option<Duration>, ConfigError> {
-    let Some(Text(text)) = text else {
-        return Ok(None);
-    };
+/// The next value of `map`, a duration for `key`, to the field `slot` gives.
+fn duration<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    config: &mut PolicyConfig,
+    key: &'static str,
+    slot: fn(&mut PolicyConfig) -> &mut Option<Duration>,
+) -> Result<(), A::Error> {
+    map.next_value_seed(Checked::new(|text| {
+        *slot(config) = Some(read_duration(key, text)?);
+        config.check_read()
+    }))
+}
+
+/// The duration a file gives for `key`.
+fn read_duration(key: &'static str, Text(text): Text) -> Result<Duration, ConfigError> {
     match duration::parse(&text) {
-        Ok(duration) => Ok(Some(duration)),
+        Ok(duration) => Ok(duration),
         Err(Unreadable::Malformed) => Err(ConfigError::new(
             key,
             format!(

@@ -5,7 +5,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use crate::attempt::{Attempt, Classify, Verdict};
-use crate::race::{Finished, Race};
+use crate::race::{verdict, Finished};
 
 /// What a copy is, for the loop that races copies.
 pub(crate) trait Copier {
@@ -57,7 +57,7 @@ where
     K: Copier,
     Cl: Classify<K::Ok, K::Error>,
 {
-    let verdict = Race::verdict(finished, classify);
+    let verdict = verdict(finished, classify);
     if !K::stays(verdict) {
         drop_copy();
     }

@@ -1,4 +1,4 @@
-//! [`Copies`]: the copies in flight and the one timer, and the loop that carries out
+//! [`InFlight`]: the copies in flight and the one timer, and the loop that carries out
 //! what the race decides on them.
 
 use alloc::boxed::Box;
@@ -11,13 +11,13 @@ use core::time::Duration;
 use super::copier::{judge, make, poll, Copier, RaceEntry};
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::policy::Settings;
-use crate::race::{Arm, Clock, End, Next, Race};
+use crate::race::{verdict, Arm, Clock, End, Next, Pass, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
 /// The copies in flight and the one timer that schedules the next: a call's original and
 /// the parts of its race that hold copies.
-pub(crate) struct Copies<'a, C, S> {
+pub(crate) struct InFlight<'a, C, S> {
     pub(super) original: Pin<&'a mut Option<C>>,
     pub(super) hedges: &'a mut Option<Vec<Slot<C>>>,
     pub(super) sleep: Pin<&'a mut Option<S>>,
@@ -29,19 +29,46 @@ pub(super) struct Slot<C> {
     started: Duration,
 }
 
-impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
+/// One poll of a call: how its copies are made and judged, what its race decides with,
+/// the task to wake, and the call's key for a race made in this poll.
+pub(crate) struct Poller<'a, 'cx, K, Cl, Tm, D> {
+    pub(crate) copier: &'a mut K,
+    pub(crate) classify: &'a mut Cl,
+    pub(crate) cx: &'a mut Context<'cx>,
+    pub(crate) pass: Pass<'a, Tm, D>,
+    /// The hash of the call's key (see `State::key_hash`), or `NO_KEY`.
+    pub(crate) key: u64,
+}
+
+impl<'a, 'cx, K: Copier, Cl, Tm: Timer, D: Deadlines<K::Error>> Poller<'a, 'cx, K, Cl, Tm, D> {
+    /// The poll of a call with `key` entering its race at `entry`.
+    #[inline(always)]
+    pub(crate) fn new(
+        (copier, classify): (&'a mut K, &'a mut Cl),
+        (deadlines, key): (&'a D, u64),
+        settings: &'a Settings<Tm>,
+        cx: &'a mut Context<'cx>,
+        entry: &RaceEntry<K::Ok, K::Error>,
+    ) -> Self {
+        let starting = matches!(entry, RaceEntry::Pending);
+        Poller {
+            copier,
+            classify,
+            cx,
+            pass: Pass::new(settings, deadlines, starting),
+            key,
+        }
+    }
+}
+
+impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
     /// Polls every copy in flight (or settles the original, just started), then does
     /// what the race says until it waits or ends.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(crate) fn drive<K, Cl, D, Tm>(
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
-        copier: &mut K,
-        classify: &mut Cl,
-        deadlines: &D,
-        settings: &Settings<Tm>,
-        cx: &mut Context<'_>,
+        poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
         entry: RaceEntry<K::Ok, K::Error>,
     ) -> Poll<End<K::Ok, K::Error>>
     where
@@ -50,40 +77,31 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         D: Deadlines<K::Error>,
         Tm: Timer<Sleep = S>,
     {
-        // The poll that starts the call's clock leaves it unread while its decisions need
-        // only the time since the start: a timer that can tell when its first sleep started
-        // is then never asked the time unless the call goes on.
-        let unread = matches!(entry, RaceEntry::Pending)
-            && deadlines.attempt().is_none()
-            && deadlines.total().is_none()
-            && settings.schedule.tracker().is_none();
-        let mut clock = Clock::new(&settings.timer, unread);
         let settled = match entry {
-            RaceEntry::Running => {
-                self.poll_each::<K, _, _>(race, classify, settings, &mut clock, cx)
-            }
+            RaceEntry::Running => self.poll_each(race, poller),
             RaceEntry::Pending => None,
             RaceEntry::Finished(finished, verdict) => {
-                race.settle(0, finished, verdict, settings, &mut clock)
+                race.settle(0, finished, verdict, &mut poller.pass)
             }
         };
         if let Some(end) = settled {
             return Poll::Ready(end);
         }
-        self.read_start(race, &settings.timer);
+        let timer = &poller.pass.settings.timer;
+        self.read_start(race, timer);
         loop {
-            let oldest_start = match deadlines.attempt() {
+            let oldest_start = match poller.pass.deadlines.attempt() {
                 Some(_) => race
                     .oldest_in_flight()
                     .map(|index| self.started(race, index)),
                 None => None,
             };
-            match race.next(settings, deadlines, oldest_start, &mut clock) {
+            match race.next(&mut poller.pass, oldest_start) {
                 Next::Wait => return Poll::Pending,
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
                     if let Some(arm) = rearm {
-                        if !self.arm(race, &mut clock, &settings.timer, arm) {
+                        if !self.arm(race, &mut poller.pass.clock, timer, arm) {
                             continue; // read, the deadline is past the end of time
                         }
                     }
@@ -91,21 +109,17 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                         .sleep
                         .as_mut()
                         .as_pin_mut()
-                        .map_or(Poll::Ready(()), |s| s.poll(cx));
+                        .map_or(Poll::Ready(()), |s| s.poll(poller.cx));
                     if fired.is_pending() {
                         return Poll::Pending;
                     }
-                    self.read_start(race, &settings.timer);
+                    self.read_start(race, timer);
                     let deadline = race.fired();
-                    clock.fired_at(deadline);
+                    poller.pass.clock.fired_at(deadline);
                 }
-                Next::Expire { now, attempt } => {
-                    self.expire(race, now, attempt, deadlines, settings);
-                }
+                Next::Expire { now, attempt } => self.expire(race, now, attempt, &poller.pass),
                 Next::Start(attempt) => {
-                    let launched =
-                        self.launch(race, attempt, copier, classify, settings, &mut clock, cx);
-                    if let Some(end) = launched {
+                    if let Some(end) = self.launch(race, attempt, poller) {
                         return Poll::Ready(end);
                     }
                 }
@@ -139,7 +153,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         true
     }
 
-    /// [`Copies::arm`] for a timer that cannot arm before the clock is read: reads it, and
+    /// [`InFlight::arm`] for a timer that cannot arm before the clock is read: reads it, and
     /// arms for the race's deadline on it.
     #[inline(never)]
     fn arm_read<T, E, Tm: Timer<Sleep = S>>(
@@ -181,37 +195,32 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
     /// Polls every copy in flight in index order, settling each that finished; stops at
     /// the first that ends the race.
     #[inline(always)]
-    fn poll_each<K, Cl, Tm>(
+    fn poll_each<K, Cl, Tm, D>(
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
-        classify: &mut Cl,
-        settings: &Settings<Tm>,
-        clock: &mut Clock<'_, Tm>,
-        cx: &mut Context<'_>,
+        poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
     ) -> Option<End<K::Ok, K::Error>>
     where
         K: Copier<Copy = C>,
         Cl: Classify<K::Ok, K::Error>,
         Tm: Timer<Sleep = S>,
     {
-        let catch = settings.catch_unwind;
+        let catch = poller.pass.settings.catch_unwind;
         if let Some(copy) = self.original.as_mut().as_pin_mut() {
-            if let Poll::Ready(finished) = poll::<K>(copy, cx, catch) {
+            if let Poll::Ready(finished) = poll::<K>(copy, poller.cx, catch) {
                 let original = &mut self.original;
-                let verdict = judge::<K, _>(&finished, classify, || original.set(None));
+                let verdict = judge::<K, _>(&finished, poller.classify, || original.set(None));
                 if verdict != Some(Verdict::Win) {
-                    self.read_start(race, &settings.timer); // the call goes on
+                    self.read_start(race, &poller.pass.settings.timer); // the call goes on
                 }
-                if let Some(end) = race.settle(0, finished, verdict, settings, clock) {
+                if let Some(end) = race.settle(0, finished, verdict, &mut poller.pass) {
                     return Some(end);
                 }
             }
         }
         let slab = self.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
-            if let Some(end) =
-                poll_slot::<K, _, _>(slot, index, race, classify, settings, clock, cx)
-            {
+            if let Some(end) = poll_slot(slot, index, race, poller) {
                 return Some(end);
             }
         }
@@ -219,32 +228,28 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
     }
 
     /// Starts copy `attempt.index()`, as the race asked, and polls it once.
-    #[allow(clippy::too_many_arguments)]
-    fn launch<K, Cl, Tm>(
+    fn launch<K, Cl, Tm, D>(
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
         attempt: Attempt,
-        copier: &mut K,
-        classify: &mut Cl,
-        settings: &Settings<Tm>,
-        clock: &mut Clock<'_, Tm>,
-        cx: &mut Context<'_>,
+        poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
     ) -> Option<End<K::Ok, K::Error>>
     where
         K: Copier<Copy = C>,
         Cl: Classify<K::Ok, K::Error>,
         Tm: Timer,
     {
+        let settings = poller.pass.settings;
         let catch = settings.catch_unwind;
         let made = if K::MAY_DECLINE {
             // Made first: a declined copy never takes a token or a slot, nor runs the hook.
-            match make(copier, attempt, catch) {
+            match make(poller.copier, attempt, catch) {
                 Ok(None) => {
                     race.declined();
                     return None;
                 }
                 Ok(Some(copy)) => {
-                    if !race.admit(settings, clock) {
+                    if !race.admit(&mut poller.pass) {
                         return None; // dropped before its first poll: it never started
                     }
                     race.hook(settings, &attempt);
@@ -253,11 +258,11 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                 Err(panicked) => Err(panicked),
             }
         } else {
-            if !race.admit(settings, clock) {
+            if !race.admit(&mut poller.pass) {
                 return None;
             }
             race.hook(settings, &attempt);
-            match make(copier, attempt, catch) {
+            match make(poller.copier, attempt, catch) {
                 Ok(Some(copy)) => Ok(copy),
                 Ok(None) => {
                     panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
@@ -279,7 +284,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     started,
                 });
                 let slot = slab.last_mut().expect("a slot was just pushed");
-                poll_slot::<K, _, _>(slot, index, race, classify, settings, clock, cx)
+                poll_slot(slot, index, race, poller)
             }
             Err(panicked) => {
                 // The slot is held empty so later copies keep their index.
@@ -287,8 +292,8 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     copy: None,
                     started,
                 });
-                let verdict = Race::verdict(&panicked, classify);
-                race.settle(index, panicked, verdict, settings, clock)
+                let verdict = verdict(&panicked, poller.classify);
+                race.settle(index, panicked, verdict, &mut poller.pass)
             }
         }
     }
@@ -300,8 +305,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
         race: &mut Race<T, E>,
         now: Duration,
         attempt: Duration,
-        deadlines: &D,
-        settings: &Settings<Tm>,
+        pass: &Pass<'_, Tm, D>,
     ) where
         D: Deadlines<E>,
         Tm: Timer,
@@ -312,7 +316,7 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                 return;
             }
             self.original.set(None);
-            race.timed_out(0, deadlines, settings);
+            race.timed_out(0, pass);
         }
         let slab = self.hedges.as_deref_mut().unwrap_or_default();
         for (slot, index) in slab.iter_mut().zip(1..) {
@@ -321,13 +325,13 @@ impl<C, S: Future<Output = ()>> Copies<'_, C, S> {
                     return;
                 }
                 slot.copy = None;
-                race.timed_out(index, deadlines, settings);
+                race.timed_out(index, pass);
             }
         }
     }
 }
 
-impl<C, S> Copies<'_, C, S> {
+impl<C, S> InFlight<'_, C, S> {
     /// Ends the race: drops every copy (but a winner that stays: see
     /// [`Copier::KEEP_WINNER`]) and the timer, then records the call. Returns the
     /// index of the copy that stays, if one does.
@@ -382,14 +386,11 @@ impl<C, S> Copies<'_, C, S> {
 }
 
 /// Polls the copy in `slot` (copy `index`), settling it if it finished.
-fn poll_slot<K, Cl, Tm>(
+fn poll_slot<K, Cl, Tm, D>(
     slot: &mut Slot<K::Copy>,
     index: usize,
     race: &mut Race<K::Ok, K::Error>,
-    classify: &mut Cl,
-    settings: &Settings<Tm>,
-    clock: &mut Clock<'_, Tm>,
-    cx: &mut Context<'_>,
+    poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
 ) -> Option<End<K::Ok, K::Error>>
 where
     K: Copier,
@@ -397,9 +398,10 @@ where
     Tm: Timer,
 {
     let copy = slot.copy.as_mut()?;
-    let Poll::Ready(finished) = poll::<K>(copy.as_mut(), cx, settings.catch_unwind) else {
+    let catch = poller.pass.settings.catch_unwind;
+    let Poll::Ready(finished) = poll::<K>(copy.as_mut(), poller.cx, catch) else {
         return None;
     };
-    let verdict = judge::<K, _>(&finished, classify, || slot.copy = None);
-    race.settle(index, finished, verdict, settings, clock)
+    let verdict = judge::<K, _>(&finished, poller.classify, || slot.copy = None);
+    race.settle(index, finished, verdict, &mut poller.pass)
 }

@@ -5,7 +5,7 @@
 //! [`Copier`].
 //!
 //! - `copier.rs`: what a copy is ([`Copier`]), and making, polling and judging one.
-//! - `drive.rs`: [`Copies`](drive::Copies), the copies in flight and the timer, and the
+//! - `drive.rs`: [`InFlight`](drive::InFlight), the copies in flight and the timer, and the
 //!   loop that carries out the race's decisions on them.
 //! - `state.rs`: a call's [`State`](state::State) (its phase, its original, its race once made) and
 //!   [`Call`], which cancels it on drop; [`State::run`](state::State::run) is the one run path of a call.
@@ -15,4 +15,5 @@ mod drive;
 mod state;
 
 pub(crate) use self::copier::{Copier, RaceEntry};
+pub(crate) use self::drive::Poller;
 pub(crate) use self::state::{Call, CallParts};

@@ -10,11 +10,13 @@ use core::time::Duration;
 use pin_project::pin_project;
 
 use super::copier::{judge, make, poll, Copier, RaceEntry};
-use super::drive::{Copies, Slot};
+use super::drive::{InFlight, Poller, Slot};
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::cold::{Cold, ColdTaken};
+use crate::key::CallKey;
+use crate::keyed::NO_KEY;
 use crate::policy::{AsPolicy, Settings};
-use crate::race::{End, Finished, Phase, Race};
+use crate::race::{cancelled_without_race, End, Finished, Phase, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
@@ -78,7 +80,7 @@ impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
         self.state.as_mut().clear();
         match self.state.as_mut().project().racing.as_pin_mut() {
             Some(racing) => racing.project().race.cancel(self.settings),
-            None => Race::<T, E>::cancel_without_race(self.settings),
+            None => cancelled_without_race(self.settings),
         }
     }
 }
@@ -123,6 +125,16 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
+    /// The hash of the call's key for its race, about to be made, on a policy with keys;
+    /// `NO_KEY` otherwise. A call answered before it needs a race never reads its key.
+    #[inline]
+    pub(crate) fn key_hash<K: CallKey, Tm>(&self, key: &K, settings: &Settings<Tm>) -> u64 {
+        match self.racing.is_none() && settings.keys.is_some() {
+            true => key.key_hash(),
+            false => NO_KEY,
+        }
+    }
+
     /// The copies this call may start (its own cap, until its race is made).
     pub(crate) fn max_copies(&self) -> usize {
         match &self.racing {
@@ -139,7 +151,7 @@ impl<C, S, T, E> State<C, S, T, E> {
 
     /// The copies this call may start, once it began.
     #[inline]
-    pub(crate) fn copies<Tm>(&self, settings: &Settings<Tm>) -> usize {
+    pub(crate) fn copies_allowed<Tm>(&self, settings: &Settings<Tm>) -> usize {
         usize::from(self.max_copies).min(settings.max_copies)
     }
 
@@ -184,7 +196,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         if settings.loses_roll() {
             *this.max_copies = 1;
         }
-        Attempt::new(0, self.copies(settings), Duration::ZERO)
+        Attempt::new(0, self.copies_allowed(settings), Duration::ZERO)
     }
 
     /// The call returned (or, for a stream, committed to its winner).
@@ -199,13 +211,14 @@ impl<C, S, T, E> State<C, S, T, E> {
         self.project().original.get()
     }
 
-    /// The call's race and its copies; the race is made here if the call has none yet,
-    /// with its original started and polled once.
+    /// The call's race and its copies; the race is made here, for a call with `key`, if
+    /// the call has none yet, with its original started and polled once.
     #[inline]
     pub(crate) fn race<Tm>(
         self: Pin<&mut Self>,
         settings: &Settings<Tm>,
-    ) -> (&mut Race<T, E>, Copies<'_, C, S>) {
+        key: u64,
+    ) -> (&mut Race<T, E>, InFlight<'_, C, S>) {
         let this = self.project();
         let mut racing = this.racing;
         if racing.is_none() {
@@ -217,7 +230,7 @@ impl<C, S, T, E> State<C, S, T, E> {
                 false => 1,
             };
             racing.set(Some(Racing {
-                race: Race::new(max_copies),
+                race: Race::new(max_copies, key),
                 hedges: ColdTaken(None),
                 sleep: None,
             }));
@@ -322,14 +335,9 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// copy dropped but a winner that stays, the call counted) and marks the call done.
     /// Returns the end, and the index of the copy that stays if one does.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run<K, Cl, D, Tm>(
         mut self: Pin<&mut Self>,
-        copier: &mut K,
-        classify: &mut Cl,
-        deadlines: &D,
-        settings: &Settings<Tm>,
-        cx: &mut Context<'_>,
+        poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
         entry: RaceEntry<T, E>,
     ) -> Poll<(End<T, E>, Option<usize>)>
     where
@@ -339,9 +347,9 @@ impl<C, S, T, E> State<C, S, T, E> {
         Tm: Timer<Sleep = S>,
         S: Future<Output = ()>,
     {
-        let (race, mut copies) = self.as_mut().race(settings);
-        let driven = copies.drive(race, copier, classify, deadlines, settings, cx, entry);
-        let Poll::Ready(end) = driven else {
+        let settings = poller.pass.settings;
+        let (race, mut copies) = self.as_mut().race(settings, poller.key);
+        let Poll::Ready(end) = copies.drive(race, poller, entry) else {
             return Poll::Pending;
         };
         let stays = copies.conclude::<K, _>(race, settings, &end);
@@ -355,9 +363,9 @@ impl<C, S, T, E> Racing<C, S, T, E> {
     fn split<'a>(
         self: Pin<&'a mut Self>,
         original: Pin<&'a mut Option<C>>,
-    ) -> (&'a mut Race<T, E>, Copies<'a, C, S>) {
+    ) -> (&'a mut Race<T, E>, InFlight<'a, C, S>) {
         let racing = self.project();
-        let copies = Copies {
+        let copies = InFlight {
             original,
             hedges: &mut racing.hedges.0,
             sleep: racing.sleep,

@@ -3,7 +3,10 @@
 
 use core::time::Duration;
 
+use super::Race;
+use crate::keyed::NO_KEY;
 use crate::policy::Settings;
+use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
 /// When the next copy is due, once known.
@@ -12,6 +15,37 @@ pub(super) enum Due {
     Unknown,
     At(Duration),
     Never,
+}
+
+/// What a race decides with during one poll of its call: the policy's settings, the
+/// call's deadlines, and the poll's clock.
+pub(crate) struct Pass<'a, Tm, D> {
+    pub(crate) settings: &'a Settings<Tm>,
+    pub(crate) deadlines: &'a D,
+    pub(crate) clock: Clock<'a, Tm>,
+}
+
+impl<'a, Tm: Timer, D> Pass<'a, Tm, D> {
+    /// The pass of one poll; `starting` when this poll starts the call's clock (its
+    /// original's first poll said `Pending`). The clock then stays unread while the
+    /// race's decisions need only the time since the start (no deadline, no adaptive
+    /// delay): a timer that can tell when its first sleep started is never asked the time
+    /// unless the call goes on.
+    #[inline(always)]
+    pub(crate) fn new<E>(settings: &'a Settings<Tm>, deadlines: &'a D, starting: bool) -> Self
+    where
+        D: Deadlines<E>,
+    {
+        let unread = starting
+            && deadlines.attempt().is_none()
+            && deadlines.total().is_none()
+            && settings.schedule.tracker().is_none();
+        Pass {
+            settings,
+            deadlines,
+            clock: Clock::new(&settings.timer, unread),
+        }
+    }
 }
 
 /// One time reading per poll, taken only if a decision needs it.
@@ -82,15 +116,83 @@ pub(super) struct Times {
     pub(super) unread: bool,
 }
 
+/// The race's side of the clock: its times, started from the clock, and moved onto it
+/// when they began unread.
+impl<T, E> Race<T, E> {
+    /// Starts the call's clock unless it runs already.
+    pub(super) fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
+        self.times.get_or_insert_with(|| {
+            let now = clock.now();
+            Times {
+                first_start: now,
+                last_start: now,
+                latest_start: now,
+                next_due: Due::Unknown,
+                armed_at: None,
+                unread: clock.is_unread(),
+            }
+        })
+    }
+
+    /// How far past the call's start the timer is armed, while the start is unread: the
+    /// first sleep, made without reading the clock, tells the start (`Timer::started`).
+    #[inline]
+    pub(crate) fn unread_start(&self) -> Option<Duration> {
+        match &self.times {
+            Some(times) if times.unread => times.armed_at,
+            _ => None,
+        }
+    }
+
+    /// The call's clock, which started unread, started at `start`: the times that counted
+    /// from it move onto the clock, as if it had been read then. Whatever saturates is past
+    /// the end of time.
+    #[cold]
+    pub(crate) fn resolve(&mut self, start: Duration) {
+        let Some(times) = self.times.as_mut().filter(|times| times.unread) else {
+            return;
+        };
+        times.unread = false;
+        times.first_start = start;
+        times.last_start = start.saturating_add(times.last_start);
+        times.latest_start = start.saturating_add(times.latest_start);
+        if let Due::At(due) = times.next_due {
+            times.next_due = deadline(start, due).map_or(Due::Never, Due::At);
+        }
+        times.armed_at = times
+            .armed_at
+            .and_then(|armed_at| deadline(start, armed_at));
+    }
+
+    /// The deadline the timer is armed for, once the call's clock was read.
+    pub(crate) fn armed_at(&self) -> Option<Duration> {
+        self.times
+            .as_ref()
+            .filter(|times| !times.unread)
+            .and_then(|times| times.armed_at)
+    }
+}
+
 impl Times {
-    /// When copy `copy` is due by the clock, computed once per copy; `None` when the
-    /// clock never starts it.
+    /// When copy `copy` of a call with `key` is due by the clock, computed once per
+    /// copy; `None` when the clock never starts it.
     #[inline(always)]
-    pub(super) fn next_due<Tm>(&mut self, settings: &Settings<Tm>, copy: u8) -> Option<Duration> {
+    pub(super) fn next_due<Tm>(
+        &mut self,
+        settings: &Settings<Tm>,
+        copy: u8,
+        key: u64,
+    ) -> Option<Duration> {
         if self.next_due == Due::Unknown {
-            let due = settings
-                .schedule
-                .due(copy.into(), self.last_start, self.first_start);
+            // A key's own tracker, looked up only by a call with a key and an adaptive delay.
+            let tracker = match key {
+                NO_KEY => None,
+                _ => settings.tracker_for(key, self.last_start),
+            };
+            let due =
+                settings
+                    .schedule
+                    .due(copy.into(), self.last_start, self.first_start, tracker);
             self.next_due = match due {
                 // A due time that saturated is past the end of time: it never comes.
                 Some(due) if due < Duration::MAX => Due::At(due),

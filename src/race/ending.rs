@@ -4,67 +4,55 @@
 use core::sync::atomic::{fence, Ordering::Release};
 use core::time::Duration;
 
-use super::clock::{Clock, Due};
+use super::clock::{Due, Pass};
 use super::kept::Lost;
 use super::outcome::{End, Finished};
-use super::Race;
+use super::{Race, Timed};
+use crate::adaptive::Sample;
 use crate::attempt::{Classify, Verdict};
+use crate::keyed::Turn;
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
 impl<T, E> Race<T, E> {
-    /// The verdict on a finished copy; `None` when it left without a result.
-    #[inline]
-    pub(crate) fn verdict<C: Classify<T, E>>(
-        finished: &Finished<T, E>,
-        classify: &mut C,
-    ) -> Option<Verdict> {
-        match finished {
-            Finished::Item(result) => Some(classify.verdict(result)),
-            Finished::Ended => None,
-            #[cfg(feature = "std")]
-            Finished::Panicked(_) => None,
-        }
-    }
-
-    /// Books copy `index` as finished with `verdict` (from [`Race::verdict`]); `Some` when
+    /// Books copy `index` as finished with `verdict` (from [`verdict`]); `Some` when
     /// it ends the race. A hedge that lost is already dropped: its budget slot comes back.
     #[inline]
-    pub(crate) fn settle<Tm: Timer>(
+    pub(crate) fn settle<Tm: Timer, D>(
         &mut self,
         index: usize,
         finished: Finished<T, E>,
         verdict: Option<Verdict>,
-        settings: &Settings<Tm>,
-        clock: &mut Clock<'_, Tm>,
+        pass: &mut Pass<'_, Tm, D>,
     ) -> Option<End<T, E>> {
         self.in_flight &= !(1 << index);
         if self.slots != 0 {
-            self.release_slot(index, settings);
+            self.release_slot(index, pass.settings);
         }
         match (finished, verdict) {
             // The common end, kept inline: the rest of the bookkeeping is for losers.
             (Finished::Item(result), Some(Verdict::Win)) => {
-                settings.copy_won();
+                pass.settings.copy_won();
                 Some(End::Won { index, result })
             }
-            (finished, verdict) => self.settle_loss(index, finished, verdict, settings, clock),
+            lost => self.settle_loss(index, lost, pass),
         }
     }
 
-    /// [`Race::settle`] for every end but a win.
+    /// [`Race::settle`] for every end but a win: copy `index`, finished as `lost` says.
     #[inline(never)]
-    fn settle_loss<Tm: Timer>(
+    fn settle_loss<Tm: Timer, D>(
         &mut self,
         index: usize,
-        finished: Finished<T, E>,
-        verdict: Option<Verdict>,
-        settings: &Settings<Tm>,
-        clock: &mut Clock<'_, Tm>,
+        lost: (Finished<T, E>, Option<Verdict>),
+        pass: &mut Pass<'_, Tm, D>,
     ) -> Option<End<T, E>> {
-        let (result, verdict) = match (finished, verdict) {
+        let Pass {
+            settings, clock, ..
+        } = pass;
+        let (result, verdict) = match lost {
             (Finished::Item(result), Some(verdict)) => (result, verdict),
             (Finished::Item(_), None) => unreachable!("a result always has a verdict"),
             (Finished::Ended, _) => {
@@ -113,18 +101,13 @@ impl<T, E> Race<T, E> {
 
     /// Copy `index` ran out of its attempt timeout and was dropped: a failure, with the
     /// call's `Elapsed` error, not shown to the classifier.
-    pub(crate) fn timed_out<Tm, D: Deadlines<E>>(
-        &mut self,
-        index: usize,
-        deadlines: &D,
-        settings: &Settings<Tm>,
-    ) {
+    pub(crate) fn timed_out<Tm, D: Deadlines<E>>(&mut self, index: usize, pass: &Pass<'_, Tm, D>) {
         self.in_flight &= !(1 << index);
         if self.slots != 0 {
-            self.release_slot(index, settings);
+            self.release_slot(index, pass.settings);
         }
-        let elapsed = Lost::Failed(Err(deadlines.elapsed()));
-        self.failed(index, Some(elapsed), true, settings);
+        let elapsed = Lost::Failed(Err(pass.deadlines.elapsed()));
+        self.failed(index, Some(elapsed), true, pass.settings);
     }
 
     /// Books a failed copy: kept if it beats the one kept, charged to a throttling
@@ -181,8 +164,12 @@ impl<T, E> Race<T, E> {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
-                record_latency(settings, first_start);
+                record_latency(settings, first_start, self.key);
             }
+        }
+        if matches!(self.timed, Timed::Hedged | Timed::Probed) && settings.withhold.is_some() {
+            let hedge_won = matches!(end, End::Won { index: 1.., .. });
+            record_win(settings, self.key, hedge_won, self.timed == Timed::Probed);
         }
         // Losers first, then their budget slots: a slot is held exactly while its copy lives.
         if self.slots != 0 {
@@ -198,7 +185,7 @@ impl<T, E> Race<T, E> {
             _ => (Counter::Failures, false),
         };
         if self.asked {
-            // Counted after its ask, for whoever reads the counts (`Settings::admit_hedge`).
+            // Counted after its ask, for whoever reads the counts (`Budget::admit`).
             fence(Release);
         }
         if hedge_win {
@@ -206,14 +193,6 @@ impl<T, E> Race<T, E> {
         } else {
             settings.counters.add(&[outcome]);
         }
-    }
-
-    /// The end of a call whose original won while it was the only copy started and the
-    /// call's clock never ran: nothing to give back, nothing to record but the win.
-    #[inline]
-    pub(crate) fn won_without_race<Tm>(settings: &Settings<Tm>) {
-        settings.counters.add(&[Counter::Wins]);
-        settings.copy_won();
     }
 
     /// Gives back the slots of a call dropped mid-race, after its copies were dropped.
@@ -227,20 +206,66 @@ impl<T, E> Race<T, E> {
         }
         settings.counters.add(&[Counter::Cancelled]);
     }
+}
 
-    /// Counts a call dropped while its original ran alone, with no race.
-    #[cold]
-    pub(crate) fn cancel_without_race<Tm>(settings: &Settings<Tm>) {
-        settings.counters.add(&[Counter::Cancelled]);
+/// The verdict on a finished copy; `None` when it left without a result.
+#[inline]
+pub(crate) fn verdict<T, E, C: Classify<T, E>>(
+    finished: &Finished<T, E>,
+    classify: &mut C,
+) -> Option<Verdict> {
+    match finished {
+        Finished::Item(result) => Some(classify.verdict(result)),
+        Finished::Ended => None,
+        #[cfg(feature = "std")]
+        Finished::Panicked(_) => None,
     }
 }
 
-/// Records the original's latency with the adaptive delay's tracker.
+/// The end of a call whose original won while it was the only copy started and the
+/// call's clock never ran: no race made, nothing to give back, nothing to record but the
+/// win.
+#[inline]
+pub(crate) fn won_without_race<Tm>(settings: &Settings<Tm>) {
+    settings.counters.add(&[Counter::Wins]);
+    settings.copy_won();
+}
+
+/// Counts a call dropped while its original ran alone, with no race made.
+#[cold]
+pub(crate) fn cancelled_without_race<Tm>(settings: &Settings<Tm>) {
+    settings.counters.add(&[Counter::Cancelled]);
+}
+
+/// Records the original's latency with the adaptive delay's tracker, and with its key's
+/// if it has one.
 #[cold]
 #[inline(never)]
-fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration) {
+fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration, key: u64) {
     if let Some(tracker) = settings.schedule.tracker() {
         let now = settings.timer.now();
-        tracker.record(now.saturating_sub(first_start), now);
+        let sample = Sample::new(now.saturating_sub(first_start), now);
+        tracker.record_sample(sample);
+        if let Some(entry) = settings.entry(key, now) {
+            entry.used(now);
+            if let Some(tracker) = &entry.tracker {
+                tracker.record_sample(sample);
+            }
+        }
+    }
+}
+
+/// Records whether a hedge won a call in which the clock started one: the win rate of
+/// `min_win_rate`, the key's if it is kept.
+#[cold]
+#[inline(never)]
+fn record_win<Tm: Timer>(settings: &Settings<Tm>, key: u64, won: bool, probe: bool) {
+    let now = settings.timer.now();
+    let Some((withhold, rate)) = settings.win_rate_for(key, now) else {
+        return;
+    };
+    let turn = rate.record(withhold, won, probe);
+    if turn != Turn::Same {
+        crate::trace::withholding(&settings.name, key, turn == Turn::Withholding, rate.rate());
     }
 }

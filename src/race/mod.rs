@@ -3,7 +3,7 @@
 //!
 //! Nothing here knows about futures or streams. [`Hedge`](crate::Hedge) and
 //! [`HedgeStream`](crate::HedgeStream) poll their copies and their one timer (through
-//! `copies::Copies::drive`), report what they saw, and ask [`Race::next`] what to do.
+//! `copies::InFlight::drive`), report what they saw, and ask [`Race::next`] what to do.
 //!
 //! `mod.rs` holds [`Race`] and its decisions; `ending.rs` adds how a copy leaves the race
 //! and how it ends. The parts they share are leaves that import neither: `outcome.rs`
@@ -13,6 +13,7 @@
 use core::time::Duration;
 
 use crate::attempt::Attempt;
+use crate::keyed::Ask;
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
@@ -23,8 +24,9 @@ mod ending;
 mod kept;
 mod outcome;
 
-pub(crate) use self::clock::Clock;
 use self::clock::{deadline, sooner, Due, Times};
+pub(crate) use self::clock::{Clock, Pass};
+pub(crate) use self::ending::{cancelled_without_race, verdict, won_without_race};
 use self::kept::Kept;
 pub(crate) use self::outcome::{End, Finished};
 
@@ -75,6 +77,17 @@ enum Reason {
     Replace,
 }
 
+/// Whether, and how, the clock started a copy of the call: what its end tells
+/// [`min_win_rate`](crate::PolicyBuilder::min_win_rate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timed {
+    None,
+    /// Asked to start, as a probe of withheld hedges; not started yet.
+    Probing,
+    Hedged,
+    Probed,
+}
+
 /// The state of one call's race. Counts of copies are bytes: a call starts at most 64,
 /// and the copies in flight are the bits of one word.
 pub(crate) struct Race<T, E> {
@@ -92,9 +105,14 @@ pub(crate) struct Race<T, E> {
     reason: Reason,
     /// Whether a `RetryAfter` holds the next copy until its due time.
     held: bool,
-    /// Whether the call has asked the budget for a copy beyond its first: from then on
-    /// it earns the budget nothing.
+    /// Whether the call has asked the budget for a copy beyond its first, other than one
+    /// due with the call: from then on it earns the budget nothing.
     asked: bool,
+    /// Whether a copy the clock started is in the race (its end tells whether hedges
+    /// win), and whether it started as a probe of withheld hedges.
+    timed: Timed,
+    /// The hash of the call's key, or `NO_KEY`.
+    key: u64,
     /// Bit k: copy k is in flight.
     in_flight: u64,
     /// Bit k: copy k holds one of the budget's `max_outstanding` slots, from its start
@@ -111,13 +129,15 @@ impl<T, E> Race<T, E> {
     /// The race of a call that may start `max_copies` copies, made once its original
     /// was started and polled, and did not win: the original is in flight (or about to
     /// be settled as finished). An original that wins at once makes no race.
-    pub(crate) const fn new(max_copies: u8) -> Self {
+    pub(crate) const fn new(max_copies: u8, key: u64) -> Self {
         Race {
             max_copies,
             launched: 1,
             owed: 0,
             refused: 0,
             asked: false,
+            timed: Timed::None,
+            key,
             reason: Reason::Due,
             held: false,
             in_flight: 1,
@@ -153,14 +173,12 @@ impl<T, E> Race<T, E> {
     #[inline(always)]
     pub(crate) fn next<Tm: Timer, D: Deadlines<E>>(
         &mut self,
-        settings: &Settings<Tm>,
-        deadlines: &D,
+        pass: &mut Pass<'_, Tm, D>,
         oldest_start: Option<Duration>,
-        clock: &mut Clock<'_, Tm>,
     ) -> Next<T, E> {
-        let next = self.decide(settings, deadlines, oldest_start, clock);
-        if clock.is_unread() && !matches!(next, Next::Sleep { rearm: Some(_) }) {
-            self.resolve(clock.start());
+        let next = self.decide(pass, oldest_start);
+        if pass.clock.is_unread() && !matches!(next, Next::Sleep { rearm: Some(_) }) {
+            self.resolve(pass.clock.start());
         }
         next
     }
@@ -169,11 +187,14 @@ impl<T, E> Race<T, E> {
     #[inline(always)]
     fn decide<Tm: Timer, D: Deadlines<E>>(
         &mut self,
-        settings: &Settings<Tm>,
-        deadlines: &D,
+        pass: &mut Pass<'_, Tm, D>,
         oldest_start: Option<Duration>,
-        clock: &mut Clock<'_, Tm>,
     ) -> Next<T, E> {
+        let Pass {
+            settings,
+            deadlines,
+            clock,
+        } = pass;
         let can_start = self.launched < self.max_copies;
         if !can_start {
             if self.in_flight == 0 {
@@ -184,8 +205,13 @@ impl<T, E> Race<T, E> {
                 return Next::Wait;
             }
         }
-        let (launched, in_flight, held, owed) =
-            (self.launched, self.in_flight, self.held, self.owed);
+        let (launched, in_flight, held, owed, key) = (
+            self.launched,
+            self.in_flight,
+            self.held,
+            self.owed,
+            self.key,
+        );
         let times = self.start_clock(clock);
         let first_start = times.first_start;
         if can_start && !held && (in_flight == 0 || owed > 0) {
@@ -199,7 +225,7 @@ impl<T, E> Race<T, E> {
             return self.request_start(reason, now);
         }
         let due = if can_start {
-            times.next_due(settings, launched)
+            times.next_due(settings, launched, key)
         } else {
             None
         };
@@ -264,14 +290,21 @@ impl<T, E> Race<T, E> {
 
     /// Asks the budget for the copy of the last [`Next::Start`]; on a refusal, that reason
     /// to start a copy is spent and `false` is returned.
-    pub(crate) fn admit<Tm: Timer>(
-        &mut self,
-        settings: &Settings<Tm>,
-        clock: &mut Clock<'_, Tm>,
-    ) -> bool {
+    pub(crate) fn admit<Tm: Timer, D>(&mut self, pass: &mut Pass<'_, Tm, D>) -> bool {
+        let Pass {
+            settings, clock, ..
+        } = pass;
         // Whichever copy it is for: copy 1 may have started without asking (a declining
-        // factory's caught panic).
-        let first_ask = !core::mem::replace(&mut self.asked, true);
+        // factory's caught panic). A copy due with the call itself (`parallel()`) is how
+        // the call is sent, not a sign it ran slow: asking for it keeps the call earning.
+        if self.reason == Reason::Due
+            && settings.withhold.is_some()
+            && !self.may_hedge(settings, clock)
+        {
+            return false;
+        }
+        let first_ask = !self.asked && !self.due_with_call();
+        self.asked |= first_ask;
         match settings.admit_hedge(first_ask, || clock.now()) {
             Ok(holds_slot) => {
                 self.slots |= u64::from(holds_slot) << self.launched;
@@ -281,6 +314,40 @@ impl<T, E> Race<T, E> {
                 self.refuse(settings);
                 false
             }
+        }
+    }
+
+    /// Whether the call's hedges still win often enough to start the copy the clock asks
+    /// for (see `min_win_rate`); a withheld copy is counted, and the clock starts no
+    /// other.
+    #[cold]
+    fn may_hedge<Tm: Timer>(&mut self, settings: &Settings<Tm>, clock: &mut Clock<'_, Tm>) -> bool {
+        let Some((withhold, rate)) = settings.win_rate_for(self.key, clock.now()) else {
+            return true;
+        };
+        match rate.ask(withhold) {
+            Ask::Hedge => true,
+            Ask::Probe => {
+                self.timed = Timed::Probing;
+                true
+            }
+            Ask::Withhold => {
+                settings.counters.add(&[Counter::Withheld]);
+                self.spend(Reason::Due);
+                false
+            }
+        }
+    }
+
+    /// Whether the copy of the last [`Next::Start`] starts by the schedule at the call's
+    /// own start: a zero delay, not a wait, a failure or a pushback.
+    #[inline]
+    fn due_with_call(&self) -> bool {
+        match &self.times {
+            Some(times) if self.reason == Reason::Due && !self.held => {
+                times.next_due == Due::At(times.first_start)
+            }
+            _ => false,
         }
     }
 
@@ -296,7 +363,12 @@ impl<T, E> Race<T, E> {
                 self.max_copies.into(),
             );
         }
-        match self.reason {
+        self.spend(self.reason);
+    }
+
+    /// A reason to start a copy was refused: it is spent.
+    fn spend(&mut self, reason: Reason) {
+        match reason {
             // No timed copy until another starts (a failure may still ask for this one).
             Reason::Due => {
                 if let Some(times) = &mut self.times {
@@ -329,6 +401,12 @@ impl<T, E> Race<T, E> {
             };
             times.next_due = Due::Unknown;
         }
+        if self.reason == Reason::Due {
+            self.timed = match self.timed {
+                Timed::Probing | Timed::Probed => Timed::Probed,
+                _ => Timed::Hedged,
+            };
+        }
         self.launched += 1;
         self.in_flight |= 1 << index;
         self.held = false;
@@ -349,60 +427,5 @@ impl<T, E> Race<T, E> {
     /// The timer fired; returns the deadline it was armed for.
     pub(crate) fn fired(&mut self) -> Option<Duration> {
         self.times.as_mut()?.armed_at.take()
-    }
-}
-
-impl<T, E> Race<T, E> {
-    /// Starts the call's clock unless it runs already.
-    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
-        self.times.get_or_insert_with(|| {
-            let now = clock.now();
-            Times {
-                first_start: now,
-                last_start: now,
-                latest_start: now,
-                next_due: Due::Unknown,
-                armed_at: None,
-                unread: clock.is_unread(),
-            }
-        })
-    }
-
-    /// How far past the call's start the timer is armed, while the start is unread: the
-    /// first sleep, made without reading the clock, tells the start (`Timer::started`).
-    #[inline]
-    pub(crate) fn unread_start(&self) -> Option<Duration> {
-        match &self.times {
-            Some(times) if times.unread => times.armed_at,
-            _ => None,
-        }
-    }
-
-    /// The call's clock, which started unread, started at `start`: the times that counted
-    /// from it move onto the clock, as if it had been read then. Whatever saturates is past
-    /// the end of time.
-    #[cold]
-    pub(crate) fn resolve(&mut self, start: Duration) {
-        let Some(times) = self.times.as_mut().filter(|times| times.unread) else {
-            return;
-        };
-        times.unread = false;
-        times.first_start = start;
-        times.last_start = start.saturating_add(times.last_start);
-        times.latest_start = start.saturating_add(times.latest_start);
-        if let Due::At(due) = times.next_due {
-            times.next_due = deadline(start, due).map_or(Due::Never, Due::At);
-        }
-        times.armed_at = times
-            .armed_at
-            .and_then(|armed_at| deadline(start, armed_at));
-    }
-
-    /// The deadline the timer is armed for, once the call's clock was read.
-    pub(crate) fn armed_at(&self) -> Option<Duration> {
-        self.times
-            .as_ref()
-            .filter(|times| !times.unread)
-            .and_then(|times| times.armed_at)
     }
 }

@@ -28,10 +28,10 @@ const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 /// It follows the real clock, so under `tokio::time::pause` (or `start_paused`) a hedge
 /// comes only when real time has passed, and a test that advances tokio's clock tests no
 /// hedging. Give such a policy `TokioTimer` (feature `tokio`). In a debug build
-/// with the `tokio` feature, the first of its sleeps armed where tokio's clock and the
-/// real one disagree by more than a millisecond (a paused clock stood still or was
-/// advanced) says so once: a `tracing` warning with the `tracing` feature, else a line on
-/// standard error.
+/// with the `tokio` feature, the first of its sleeps armed under a paused tokio clock
+/// (tokio's clock stands still while the real one ticks, at t = 0 as after an advance)
+/// says so, once per process: a `tracing` warning with the `tracing` feature when a
+/// subscriber takes it, else a line on standard error.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FuturesTimer;
 
@@ -101,25 +101,26 @@ impl Timer for FuturesTimer {
 #[cfg(all(debug_assertions, feature = "tokio"))]
 mod paused_tokio {
     use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use core::time::Duration;
 
     static WARNED: AtomicBool = AtomicBool::new(false);
 
-    /// A clock that runs agrees with the real one to within microseconds; a paused one
-    /// stood still, or jumped, while real time went on.
+    /// Checked at every sleep until it warned: a paused clock is caught at the first sleep
+    /// armed under it, at t = 0 as after it moved.
     pub(super) fn warn_once() {
-        if WARNED.load(Relaxed) {
-            return;
-        }
-        let real = std::time::Instant::now();
-        let tokio = tokio::time::Instant::now().into_std();
-        let apart = if tokio > real {
-            tokio - real
-        } else {
-            real - tokio
-        };
-        if apart > Duration::from_millis(1) && !WARNED.swap(true, Relaxed) {
+        if !WARNED.load(Relaxed) && tokio_clock_is_paused() && !WARNED.swap(true, Relaxed) {
             crate::trace::default_timer_under_paused_tokio();
         }
+    }
+
+    /// Whether tokio's clock stood still while the real one ticked. A running tokio clock
+    /// (paused or not, it reads the real one when it runs) moves with it; a paused one
+    /// moves only when advanced, which nothing does while this thread spins.
+    fn tokio_clock_is_paused() -> bool {
+        let tokio_before = tokio::time::Instant::now();
+        let real_after = std::time::Instant::now();
+        // A few nanoseconds where the clock counts them; a clock too coarse to tick in
+        // this many reads tells nothing, and nothing is said.
+        let ticked = (0..10_000).any(|_| std::time::Instant::now() > real_after);
+        ticked && tokio::time::Instant::now() == tokio_before
     }
 }

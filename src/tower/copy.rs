@@ -22,12 +22,10 @@ use crate::factory::Factory;
 /// sends a [`Replicas`](super::Replicas) copy to the next replica.
 pub struct ServiceCopies<S: Service<Req>, Req, R> {
     original: Option<S::Future>,
-    /// The service that sent the original; `None` when the call may not hedge, and after
-    /// the last copy.
-    service: Option<S>,
-    /// The request the call was given, to copy for each hedge; `None` when the call may
-    /// not hedge.
-    to_copy: Option<Req>,
+    /// The service that sent the original, cloned for each hedge, and the request the
+    /// call was given, copied for each: `None` when the call may not hedge (decided by
+    /// [`HedgeLayer::call_with`](super::HedgeLayer::call_with)), and after the last copy.
+    hedges: Option<(S, Req)>,
     clone_request: R,
 }
 
@@ -44,31 +42,23 @@ where
         if let Some(original) = self.original.take() {
             return Some(CopyFuture::calling(original));
         }
-        let request = self
-            .clone_request
-            .clone_request(self.to_copy.as_ref()?, attempt)?;
-        let service = self.service.clone()?;
+        let (service, to_copy) = self.hedges.as_ref()?;
+        let request = self.clone_request.clone_request(to_copy, attempt)?;
+        let service = service.clone();
         if attempt.index() + 1 >= attempt.max_copies() {
-            self.to_copy = None;
-            self.service = None;
+            self.hedges = None;
         }
         Some(CopyFuture::readying(service, request))
     }
 }
 
 impl<S: Service<Req>, Req, R> ServiceCopies<S, Req, R> {
-    /// The copies of a call whose original is `original`; `service` (cloned for each
-    /// hedge) and `to_copy` are `None` when the call may not hedge.
-    pub(super) fn new(
-        original: S::Future,
-        service: Option<S>,
-        to_copy: Option<Req>,
-        clone_request: R,
-    ) -> Self {
+    /// The copies of a call whose original is `original`; `hedges` is the service that
+    /// sent it and the request to copy, `None` when the call may not hedge.
+    pub(super) fn new(original: S::Future, hedges: Option<(S, Req)>, clone_request: R) -> Self {
         ServiceCopies {
             original: Some(original),
-            service,
-            to_copy,
+            hedges,
             clone_request,
         }
     }

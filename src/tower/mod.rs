@@ -38,28 +38,38 @@
 //! for the original sends the request once, unhedged; `None` for a hedge declines it and
 //! every later one when it is due (a cap known in advance goes to
 //! [`HedgeLayer::max_copies`]). A call that may hedge keeps its request and sends a copy
-//! of it as the original, then one more per hedge; with `max_copies(1)` nothing is copied.
+//! of it as the original, then one more per hedge.
+//!
+//! # Which calls may hedge
+//!
+//! A call may hedge when, as it is made, its policy is enabled
+//! ([`Policy::set_enabled`]) and both its policy's `max_copies` and the layer's
+//! [`max_copies`](HedgeLayer::max_copies) are above 1. Any other call sends the request
+//! it was given, as it was given: nothing is copied and no service is cloned; it is still
+//! one of the policy's `calls`. [`HedgeLayer::call_with`] tells middleware that turns its
+//! request into the inner service's (an HTTP layer buffering a body for replay) which
+//! case a call is, so it can leave a call that may not hedge as it was sent.
 
 use core::fmt;
-use core::future::Future;
 use core::mem;
-use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use pin_project::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
 mod copy;
+mod future;
 mod replicas;
 
 pub use self::copy::{CopyFuture, ServiceCopies};
+pub use self::future::ResponseFuture;
 pub use self::replicas::Replicas;
 
 use crate::attempt::{Attempt, ByResult, Classify, When};
 use crate::builder::PolicyBuilder;
 use crate::hedge::Hedge;
+use crate::key::KeyHash;
 use crate::policy::Policy;
 use crate::timer::{DefaultTimer, Timer};
 
@@ -142,12 +152,7 @@ impl<T, R, K> HedgeLayer<T, R, K> {
     where
         R2: Fn(&Req, Attempt) -> Option<Req>,
     {
-        HedgeLayer {
-            policy: self.policy,
-            clone_request,
-            classify: self.classify,
-            max_copies: self.max_copies,
-        }
+        self.with_parts(|_, classify| (clone_request, classify))
     }
 
     /// Which errors are worth another copy: `true` keeps racing, `false` returns the
@@ -204,22 +209,59 @@ impl<T, R, K> HedgeLayer<T, R, K> {
     /// assert_eq!(HedgeLayer::new(policy).call(ready, "row-7".into()).await.unwrap(), 5);
     /// # });
     /// ```
+    #[inline]
     pub fn call<S, Req>(self, inner: &mut S, request: Req) -> ResponseFuture<S, Req, T, R, K>
     where
         S: Service<Req> + Clone,
         T: Timer,
         R: CloneRequest<Req>,
     {
-        let max_copies = self.policy.max_copies().min(self.max_copies);
+        self.call_with(inner, request, |request, _| request)
+    }
+
+    /// [`call`](HedgeLayer::call), for middleware whose inner service takes a request of
+    /// another type than the one it was given: `prepare` makes the request to send from
+    /// `request`, told whether the call may hedge (see
+    /// [Which calls may hedge](self#which-calls-may-hedge)). When it is told `false`
+    /// the request is sent once, as `prepare` made it, and need not be copyable: an HTTP
+    /// layer then leaves the body as it was, unread.
+    ///
+    /// ```
+    /// use hedging::{tower::HedgeLayer, Policy};
+    /// use tower::{service_fn, ServiceExt};
+    /// # futures::executor::block_on(async {
+    /// let mut service = service_fn(|key: String| async move { Ok::<_, std::io::Error>(key) });
+    /// let policy = Policy::builder().max_copies(2).build();
+    /// policy.set_enabled(false);
+    /// let ready = service.ready().await.unwrap();
+    /// let call = HedgeLayer::new(policy.clone()).call_with(ready, "row-7", |key: &str, may_hedge| {
+    ///     assert!(!may_hedge, "the policy is disabled");
+    ///     key.to_string()
+    /// });
+    /// assert_eq!(call.await.unwrap(), "row-7");
+    /// assert_eq!(policy.stats().calls, 1);
+    /// # });
+    /// ```
+    pub fn call_with<S, Given, Req>(
+        self,
+        inner: &mut S,
+        request: Given,
+        prepare: impl FnOnce(Given, bool) -> Req,
+    ) -> ResponseFuture<S, Req, T, R, K>
+    where
+        S: Service<Req> + Clone,
+        T: Timer,
+        R: CloneRequest<Req>,
+    {
+        let max_copies = self.copies_allowed();
+        let request = prepare(request, max_copies > 1);
         let first = (max_copies > 1)
             .then(|| {
                 let original = Attempt::new(0, max_copies, Duration::ZERO);
                 self.clone_request.clone_request(&request, original)
             })
             .flatten();
-        // A call that cannot copy its request sends it once.
-        let max_copies = if first.is_some() { max_copies } else { 1 };
-        let copies = match first {
+        let (copies, max_copies) = match first {
             // The original sends a copy; the call's own request stays, to copy for hedges.
             // The readied instance sends the original and stays with the call: hedges
             // ready clones of it taken after that call (a set of replicas sends them on to
@@ -228,20 +270,42 @@ impl<T, R, K> HedgeLayer<T, R, K> {
                 let unready = inner.clone();
                 let mut ready = mem::replace(inner, unready);
                 let original = ready.call(first);
-                ServiceCopies::new(original, Some(ready), Some(request), self.clone_request)
+                let hedges = Some((ready, request));
+                let copies = ServiceCopies::new(original, hedges, self.clone_request);
+                (copies, max_copies)
             }
-            None => ServiceCopies::new(inner.call(request), None, None, self.clone_request),
+            // A call that may not hedge, or cannot copy its request, sends it once.
+            None => {
+                let original = inner.call(request);
+                (ServiceCopies::new(original, None, self.clone_request), 1)
+            }
         };
-        let hedge = Hedge::new(copies, self.policy).with_classify(self.classify);
+        let hedge = Hedge::new(copies, self.policy).with_key(KeyHash::NONE);
         ResponseFuture {
-            hedge: hedge.max_copies(max_copies),
+            hedge: hedge.with_classify(self.classify).max_copies(max_copies),
+        }
+    }
+
+    /// The most copies a call made now may send: the one place that decides whether a
+    /// call may hedge (see [Which calls may hedge](self#which-calls-may-hedge)).
+    #[inline]
+    fn copies_allowed(&self) -> usize {
+        match self.policy.is_enabled() {
+            true => self.policy.max_copies().min(self.max_copies),
+            false => 1,
         }
     }
 
     fn with_classify<K2>(self, classify: K2) -> HedgeLayer<T, R, K2> {
+        self.with_parts(|clone_request, _| (clone_request, classify))
+    }
+
+    /// The layer with its request copier and classifier replaced by `replace`'s.
+    fn with_parts<R2, K2>(self, replace: impl FnOnce(R, K) -> (R2, K2)) -> HedgeLayer<T, R2, K2> {
+        let (clone_request, classify) = replace(self.clone_request, self.classify);
         HedgeLayer {
             policy: self.policy,
-            clone_request: self.clone_request,
+            clone_request,
             classify,
             max_copies: self.max_copies,
         }
@@ -254,10 +318,7 @@ impl<S, T, R: Clone, K: Clone> Layer<S> for HedgeLayer<T, R, K> {
     fn layer(&self, inner: S) -> Self::Service {
         HedgeService {
             inner,
-            policy: self.policy.clone(),
-            clone_request: self.clone_request.clone(),
-            classify: self.classify.clone(),
-            max_copies: self.max_copies,
+            layer: self.clone(),
         }
     }
 }
@@ -288,10 +349,8 @@ impl<T: fmt::Debug, R, K> fmt::Debug for HedgeLayer<T, R, K> {
 /// [module docs](self) for how readiness and requests are handled.
 pub struct HedgeService<S, T = DefaultTimer, R = ByClone, K = ByResult> {
     inner: S,
-    policy: Policy<T>,
-    clone_request: R,
-    classify: K,
-    max_copies: usize,
+    /// The settings; each call hedges through a clone of it.
+    layer: HedgeLayer<T, R, K>,
 }
 
 impl<S, T> HedgeService<S, T> {
@@ -320,7 +379,7 @@ impl<S, T, R, K> HedgeService<S, T, R, K> {
 
     /// The policy this service hedges by.
     pub fn policy(&self) -> &Policy<T> {
-        &self.policy
+        self.layer.policy()
     }
 }
 
@@ -340,13 +399,7 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let layer = HedgeLayer {
-            policy: self.policy.clone(),
-            clone_request: self.clone_request.clone(),
-            classify: self.classify.clone(),
-            max_copies: self.max_copies,
-        };
-        layer.call(&mut self.inner, request)
+        self.layer.clone().call(&mut self.inner, request)
     }
 }
 
@@ -354,10 +407,7 @@ impl<S: Clone, T, R: Clone, K: Clone> Clone for HedgeService<S, T, R, K> {
     fn clone(&self) -> Self {
         HedgeService {
             inner: self.inner.clone(),
-            policy: self.policy.clone(),
-            clone_request: self.clone_request.clone(),
-            classify: self.classify.clone(),
-            max_copies: self.max_copies,
+            layer: self.layer.clone(),
         }
     }
 }
@@ -366,60 +416,7 @@ impl<S: fmt::Debug, T: fmt::Debug, R, K> fmt::Debug for HedgeService<S, T, R, K>
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HedgeService")
             .field("inner", &self.inner)
-            .field("policy", &self.policy)
+            .field("policy", self.layer.policy())
             .finish_non_exhaustive()
-    }
-}
-
-/// The response future of [`HedgeService`]: a [`Hedge`] over copies of one request.
-#[pin_project]
-#[must_use = "futures do nothing unless you `.await` or poll them"]
-pub struct ResponseFuture<S, Req, T, R, K>
-where
-    S: Service<Req> + Clone,
-    T: Timer,
-    R: CloneRequest<Req>,
-{
-    #[pin]
-    hedge: Hedge<ServiceCopies<S, Req, R>, Policy<T>, K>,
-}
-
-impl<S, Req, T, R, K> Future for ResponseFuture<S, Req, T, R, K>
-where
-    S: Service<Req> + Clone,
-    T: Timer,
-    R: CloneRequest<Req>,
-    K: Classify<S::Response, S::Error>,
-{
-    type Output = Result<S::Response, S::Error>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().hedge.poll(cx)
-    }
-}
-
-impl<S, Req, T, R, K> futures_core::FusedFuture for ResponseFuture<S, Req, T, R, K>
-where
-    S: Service<Req> + Clone,
-    T: Timer,
-    R: CloneRequest<Req>,
-    K: Classify<S::Response, S::Error>,
-{
-    fn is_terminated(&self) -> bool {
-        self.hedge.is_terminated()
-    }
-}
-
-impl<S, Req, T, R, K> fmt::Debug for ResponseFuture<S, Req, T, R, K>
-where
-    S: Service<Req> + Clone,
-    T: Timer,
-    R: CloneRequest<Req>,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture")
-            .field("hedge", &self.hedge)
-            .finish()
     }
 }

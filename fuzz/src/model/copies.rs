@@ -245,13 +245,16 @@ impl Model<'_> {
         let admitted = budget.admit(world.calls_ended, earners, now);
         // A call that asked the budget for a copy beyond its first earns nothing, whichever
         // copy it first asked for (copy 1 may have started without asking: a declining
-        // factory's caught panic).
-        let first_ask = !self.asked;
+        // factory's caught panic). A copy due with the call itself (a zero delay, not a
+        // wait, a failure or a pushback) keeps the call earning.
+        let due_with_call =
+            reason == Reason::Due && !self.held && self.next_due == Due::At(self.first_start);
+        let first_ask = !self.asked && !due_with_call;
         if first_ask {
             // Its first ask, refused or not: the call earns nothing.
             world.calls_asked += 1;
         }
-        self.asked = true;
+        self.asked |= first_ask;
         if let Some(slot) = admitted {
             return Some(slot);
         }

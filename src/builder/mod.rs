@@ -9,10 +9,13 @@ use core::time::Duration;
 use crate::adaptive::{AdaptiveConfig, LatencyTracker};
 use crate::attempt::Attempt;
 use crate::budget::Budget;
+use crate::keyed::{Keys, TrackerSeed, Withhold};
 use crate::policy::{HedgeHook, Policy, PolicyBudget, Settings};
 use crate::schedule::{Delays, Schedule};
 use crate::stats::Counters;
 use crate::timer::{DefaultTimer, Timer};
+
+mod adaptive;
 
 impl Policy {
     /// A builder with the defaults listed on [`PolicyBuilder`] and the default timer.
@@ -44,6 +47,8 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// | [`min_delay`](Self::min_delay) | 1 ms (bounds the adaptive delay only) |
 /// | [`adaptive_min_samples`](Self::adaptive_min_samples) | 100 |
 /// | [`adaptive_window`](Self::adaptive_window) | 10 s |
+/// | [`adaptive_keys`](Self::adaptive_keys) | 0 (one estimate for every call) |
+/// | [`min_win_rate`](Self::min_win_rate) | 0 (hedges are never withheld) |
 /// | [`budget`](Self::budget) | none (no limit on extra copies) |
 /// | [`hedge_probability`](Self::hedge_probability) | 1.0 (every call may hedge) |
 /// | [`on_hedge`](Self::on_hedge) | none |
@@ -60,14 +65,14 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// mode follow observed latencies (with `delay` as its starting point); `parallel`,
 /// `fallback` and `delay_fn` turn it off.
 pub struct PolicyBuilder<T = DefaultTimer> {
-    settings: Chosen,
+    pub(crate) settings: Chosen,
     timer: T,
 }
 
 /// The settings chosen on a [`PolicyBuilder`], all but its timer: what `timer` carries over
 /// and `clone` copies, written once.
 #[derive(Clone)]
-struct Chosen {
+pub(crate) struct Chosen {
     name: Option<Cow<'static, str>>,
     enabled: bool,
     max_copies: usize,
@@ -82,6 +87,9 @@ struct Chosen {
     min_samples: u32,
     window: Duration,
     budget: Option<Budget>,
+    /// `adaptive_keys`, unclamped: 0 is off.
+    pub(crate) keys: usize,
+    pub(crate) min_win_rate: f64,
 }
 
 /// The default of [`PolicyBuilder::min_delay`].
@@ -114,6 +122,8 @@ impl PolicyBuilder {
                 min_samples: DEFAULT_MIN_SAMPLES,
                 window: DEFAULT_WINDOW,
                 budget: None,
+                keys: 0,
+                min_win_rate: 0.0,
             },
             timer: DefaultTimer::default(),
         }
@@ -130,6 +140,10 @@ impl<T> PolicyBuilder<T> {
     /// The largest [`max_copies`](Self::max_copies) accepted; larger values are clamped
     /// to it. A call sizes its set of copies by `max_copies` when its first hedge starts.
     pub const MAX_COPIES: usize = 64;
+
+    /// The largest [`adaptive_keys`](Self::adaptive_keys) accepted; larger values are
+    /// clamped to it.
+    pub const MAX_KEYS: usize = crate::keyed::MAX_KEYS;
 
     /// A label for the policy: `tracing` events carry it as the field `policy`, and
     /// metrics exporters (such as `hedging-opentelemetry`) as an attribute. Use a short,
@@ -207,118 +221,9 @@ impl<T> PolicyBuilder<T> {
         self
     }
 
-    /// Makes the delay follow the `quantile` (`0.95`: the 95th percentile) of the latencies
-    /// of recent calls, bounded by [`min_delay`](Self::min_delay) and
-    /// [`max_delay`](Self::max_delay). Until the last
-    /// [`adaptive_window`](Self::adaptive_window) holds
-    /// [`adaptive_min_samples`](Self::adaptive_min_samples) latencies, the
-    /// [`delay`](Self::delay) is used (clamped to the same bounds).
-    ///
-    /// `quantile` is clamped to `0.0..=1.0`; NaN counts as `0.95`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use hedging::{Hedgeable, Policy, timer::ManualTimer};
-    /// # futures::executor::block_on(async {
-    /// let clock = ManualTimer::new();
-    /// let policy = Policy::builder()
-    ///     .adaptive_delay(0.95)                 // hedge at the recent p95
-    ///     .delay(Duration::from_millis(20))     // until 100 latencies are known
-    ///     .min_delay(Duration::from_millis(2))
-    ///     .max_delay(Duration::from_millis(500))
-    ///     .timer(clock.clone())
-    ///     .build();
-    /// assert_eq!(policy.delay(), Some(Duration::from_millis(20)));
-    /// # });
-    /// ```
-    ///
-    /// # What is recorded
-    ///
-    /// The latency of each call's *original* copy, from its first `Pending` to its end:
-    ///
-    /// - an original that wins is recorded exactly;
-    /// - an original dropped because a hedge won is recorded at its age when dropped, a
-    ///   lower bound. It was hedged, so that bound already exceeds the delay: it counts on
-    ///   the right side of the quantile being tracked, which is all a quantile needs.
-    ///   Dropping such copies instead would bias the delay low, and a lower delay hedges
-    ///   more calls, dropping more slow copies: a feedback loop;
-    /// - hedges are not recorded: they start only when a call is already slow and are
-    ///   seen finishing only when they win, a biased sample;
-    /// - an original that fails, or answers on its first poll (no clock is read then, to
-    ///   keep the fast path free of work), is not recorded.
-    ///
-    /// Recording is one relaxed atomic increment plus one read of the clock when the call
-    /// ends (`benches/adaptive.rs`). The histogram takes about 47 KiB per policy (12 KiB
-    /// without `std`): four stripes of five quarter-window slots.
-    ///
-    /// # Decay
-    ///
-    /// Latencies are kept per quarter of the [`adaptive_window`](Self::adaptive_window).
-    /// Each time a quarter completes, the delay is recomputed from the last four, so it
-    /// reflects the last window and follows a shift within 1¼ windows. The first estimate
-    /// comes with the `adaptive_min_samples`-th latency, not with a quarter's end. After
-    /// an idle gap longer than a window the delay is [`delay`](Self::delay) again until
-    /// `adaptive_min_samples` new latencies arrive ([`Policy::delay`] says so too).
-    ///
-    /// # Queueing
-    ///
-    /// The delay hedges stragglers, not a queue. When, in each of the two newest quarter
-    /// windows that hold latencies (or the only one so far), more than a tenth of the
-    /// latencies exceed four times that quarter's median,
-    /// the slow calls are a crowd: the backend is queueing, and extra copies would only
-    /// lengthen its queues. The delay is then the window's slowest latency (within
-    /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged. A
-    /// service whose latencies spread that wide on their own (a log-normal σ above about
-    /// 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay).
-    pub fn adaptive_delay(mut self, quantile: f64) -> Self {
-        let quantile = if quantile.is_nan() {
-            DEFAULT_QUANTILE
-        } else {
-            quantile.clamp(0.0, 1.0)
-        };
-        if !matches!(self.settings.delays, Delays::Fixed(_)) {
-            self.settings.delays = Delays::Fixed(Duration::from_millis(10));
-        }
-        self.settings.adaptive = Some(AdaptiveConfig {
-            quantile,
-            min_samples: 0,
-            window: Duration::ZERO,
-        });
-        self
-    }
-
-    /// The shortest adaptive delay. Default 1 ms: timers are not precise below that. Applies
-    /// to [`adaptive_delay`](Self::adaptive_delay) only; a `min_delay` above
-    /// [`max_delay`](Self::max_delay) raises `max_delay` to it.
-    ///
-    /// The adaptive delay holds at most `u64::MAX - 1` nanoseconds (about 584 years): a
-    /// longer `min_delay` or `max_delay` is clamped to that, so both stay exact bounds.
-    pub fn min_delay(mut self, min_delay: Duration) -> Self {
-        self.settings.min_delay = min_delay;
-        self
-    }
-
-    /// How many latencies the last window must hold before the
-    /// [`adaptive_delay`](Self::adaptive_delay) replaces [`delay`](Self::delay): the first
-    /// estimate is published with the latency that makes that many, without waiting for
-    /// its quarter window to complete. Default 100; `0` is clamped to `1`.
-    pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
-        self.settings.min_samples = samples.max(1);
-        self
-    }
-
-    /// How far back the [`adaptive_delay`](Self::adaptive_delay) looks: latencies older
-    /// than about a window are forgotten. Default 10 s; clamped to at least 100 ms.
-    ///
-    /// A shorter window follows a shifting workload sooner; it needs enough calls per
-    /// window (see [`adaptive_min_samples`](Self::adaptive_min_samples)) to mean anything.
-    pub fn adaptive_window(mut self, window: Duration) -> Self {
-        self.settings.window = window.max(MIN_WINDOW);
-        self
-    }
-
     /// Bounds the extra copies of this policy (and every other policy given the same
-    /// budget): see [`Budget`]. No budget by default.
+    /// budget), and funds them with the calls of each that need no copy, whichever policy
+    /// asks next: see [`Budget`]. No budget by default.
     pub fn budget(mut self, budget: &Budget) -> Self {
         self.settings.budget = Some(budget.clone());
         self
@@ -400,6 +305,7 @@ impl<T> PolicyBuilder<T> {
     where
         T: Timer,
     {
+        let mut seed = None;
         let (delays, max_delay) = match (self.settings.delays, self.settings.adaptive) {
             (Delays::Fixed(fallback), Some(adaptive)) => {
                 let max_delay = self
@@ -413,6 +319,12 @@ impl<T> PolicyBuilder<T> {
                 };
                 let upper = max_delay.unwrap_or(Duration::MAX);
                 let tracker = LatencyTracker::new(config, fallback, self.settings.min_delay, upper);
+                seed = Some(TrackerSeed {
+                    config,
+                    fallback,
+                    min_delay: self.settings.min_delay,
+                    max_delay: upper,
+                });
                 (Delays::Adaptive(Arc::new(tracker)), max_delay)
             }
             (Delays::Fixed(delay), _) => (
@@ -441,6 +353,9 @@ impl<T> PolicyBuilder<T> {
                 .clone()
                 .filter(|budget| budget.counts_outcomes()),
             budget: self.settings.budget.map(PolicyBudget::new),
+            keys: (self.settings.keys > 0)
+                .then(|| Keys::new(self.settings.keys, seed.as_ref(), self.settings.window)),
+            withhold: Withhold::new(self.settings.min_win_rate),
         })
     }
 }
@@ -474,6 +389,8 @@ impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
             .field("adaptive_min_samples", &self.settings.min_samples)
             .field("adaptive_window", &self.settings.window)
             .field("budget", &self.settings.budget)
+            .field("adaptive_keys", &self.settings.keys)
+            .field("min_win_rate", &self.settings.min_win_rate)
             .field("timer", &self.timer)
             .finish()
     }

@@ -1,0 +1,183 @@
+//! The tracker's unit tests: the estimate, its window and its bounds.
+
+use super::*;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn tracker(quantile: f64, min_samples: u32) -> LatencyTracker {
+    let config = AdaptiveConfig {
+        quantile,
+        min_samples,
+        window: 4 * MS * 1000,
+    };
+    LatencyTracker::new(config, 10 * MS, Duration::ZERO, Duration::MAX)
+}
+
+#[test]
+fn the_first_estimate_comes_once_min_samples_are_known() {
+    let tracker = tracker(0.5, 10);
+    for _ in 0..9 {
+        tracker.record(2 * MS, Duration::ZERO);
+    }
+    assert_eq!(tracker.delay(MS), 10 * MS, "nine latencies: the fallback");
+    // The tenth, still in the first quarter window, publishes the first estimate.
+    tracker.record(2 * MS, MS);
+    let delay = tracker.delay(MS);
+    assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
+    // The window's rules take over when the slot completes: the same latencies.
+    tracker.record(3 * MS, 1000 * MS);
+    let delay = tracker.delay(1000 * MS);
+    assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
+}
+
+#[test]
+fn too_few_samples_keep_the_fallback() {
+    let tracker = tracker(0.5, 10);
+    for _ in 0..8 {
+        tracker.record(2 * MS, Duration::ZERO);
+    }
+    tracker.record(2 * MS, 1000 * MS);
+    assert_eq!(tracker.delay(1000 * MS), 10 * MS);
+}
+
+#[test]
+fn an_early_estimate_counts_only_what_the_window_still_holds() {
+    // Ten latencies, but the first five left the window with an idle gap: no
+    // estimate until ten are known again.
+    let tracker = tracker(0.5, 10);
+    for _ in 0..5 {
+        tracker.record(2 * MS, Duration::ZERO);
+    }
+    for _ in 0..5 {
+        tracker.record(2 * MS, 10_000 * MS);
+    }
+    assert_eq!(tracker.delay(10_000 * MS), 10 * MS);
+    for _ in 0..10 {
+        tracker.record(2 * MS, 10_001 * MS);
+    }
+    let delay = tracker.delay(10_001 * MS);
+    assert!((2 * MS..=2 * MS + MS / 16).contains(&delay), "{delay:?}");
+}
+
+#[test]
+fn the_quantile_is_nearest_rank() {
+    let tracker = tracker(0.95, 1);
+    for latency in 1..=100u64 {
+        tracker.record(Duration::from_micros(latency * 100), Duration::ZERO);
+    }
+    // The 95th of 100 values, 9.5 ms, rounded up to its bucket's edge: read once the
+    // slot completed, with no recording since.
+    let delay = tracker.delay(1000 * MS);
+    assert!(
+        (Duration::from_micros(9_500)..=Duration::from_micros(9_500 + 9_500 / 16)).contains(&delay),
+        "{delay:?}"
+    );
+}
+
+#[test]
+fn old_samples_leave_after_a_window() {
+    let tracker = tracker(0.5, 1);
+    for _ in 0..1000 {
+        tracker.record(MS, Duration::ZERO);
+    }
+    // One slow sample per slot for a whole window replaces the fast ones.
+    for slot in 1..=5u32 {
+        tracker.record(8 * MS, slot * 1000 * MS);
+    }
+    let delay = tracker.delay(5000 * MS);
+    assert!(delay >= 8 * MS, "{delay:?}");
+}
+
+#[test]
+fn a_long_idle_gap_clears_every_slot() {
+    // Two samples make an estimate, so the one recorded after the gap is not enough.
+    let tracker = tracker(0.5, 2);
+    tracker.record(MS, Duration::ZERO);
+    tracker.record(MS, 1000 * MS);
+    assert!(tracker.delay(1000 * MS) < 2 * MS);
+    tracker.record(MS, 100_000 * MS);
+    assert_eq!(
+        tracker.delay(100_000 * MS),
+        10 * MS,
+        "an empty window falls back"
+    );
+}
+
+#[test]
+fn a_read_after_an_idle_window_falls_back_without_a_recording() {
+    let tracker = tracker(0.5, 1);
+    tracker.record(MS, Duration::ZERO);
+    assert!(tracker.delay(1000 * MS) < 2 * MS);
+    // Still within the window of the last sample: kept.
+    assert!(tracker.delay(4999 * MS) < 2 * MS);
+    // A whole window later, with nothing recorded since: forgotten.
+    assert_eq!(tracker.delay(5000 * MS), 10 * MS);
+}
+
+/// Records `fast` latencies of 1 ms and `slow` of 10 ms in slot `slot` of the test
+/// tracker's ring (slots of one second).
+fn record_slot(tracker: &LatencyTracker, slot: u32, fast: u32, slow: u32) {
+    let at = slot * 1000 * MS;
+    (0..fast).for_each(|_| tracker.record(MS, at));
+    (0..slow).for_each(|_| tracker.record(10 * MS, at));
+}
+
+#[test]
+fn stragglers_keep_the_quantile() {
+    let tracker = tracker(0.9, 1);
+    // 5% of calls ten times the median: stragglers, hedged at the p90.
+    record_slot(&tracker, 0, 95, 5);
+    record_slot(&tracker, 1, 95, 5);
+    let delay = tracker.delay(2000 * MS);
+    assert!(delay < MS + MS / 16, "{delay:?}");
+}
+
+#[test]
+fn a_queue_of_slow_calls_is_not_hedged_below_the_slowest_latency() {
+    let tracker = tracker(0.5, 1);
+    // 20% of calls ten times the median in both newest slots: a queue.
+    record_slot(&tracker, 0, 80, 20);
+    record_slot(&tracker, 1, 80, 20);
+    let delay = tracker.delay(2000 * MS);
+    assert!(
+        (10 * MS..=10 * MS + 10 * MS / 16).contains(&delay),
+        "{delay:?}"
+    );
+}
+
+#[test]
+fn one_slot_straddling_a_shift_keeps_the_quantile() {
+    let tracker = tracker(0.5, 1);
+    // The older slot is all fast; the newest has a crowd of slow calls, as a slot does
+    // when the median moves within it.
+    record_slot(&tracker, 0, 100, 0);
+    record_slot(&tracker, 1, 70, 30);
+    let delay = tracker.delay(2000 * MS);
+    assert!(delay < MS + MS / 16, "{delay:?}");
+}
+
+#[test]
+fn a_queue_in_the_only_slot_so_far_counts() {
+    let tracker = tracker(0.5, 1);
+    record_slot(&tracker, 0, 70, 30);
+    let delay = tracker.delay(1000 * MS);
+    assert!(delay >= 10 * MS, "{delay:?}");
+}
+
+#[test]
+fn bounds_beyond_the_estimate_range_are_clamped_to_it() {
+    let config = AdaptiveConfig {
+        quantile: 0.5,
+        min_samples: 1,
+        window: 4 * MS * 1000,
+    };
+    let huge = Duration::from_secs(u64::MAX);
+    let tracker = LatencyTracker::new(config, 10 * MS, huge, Duration::MAX);
+    assert_eq!(tracker.delay(Duration::ZERO), MAX_ESTIMATE);
+    tracker.record(MS, Duration::ZERO);
+    assert_eq!(
+        tracker.delay(1000 * MS),
+        MAX_ESTIMATE,
+        "the bound holds exactly"
+    );
+}

@@ -1,0 +1,202 @@
+//! The builder methods of what a policy learns from its calls: the adaptive delay and its
+//! bounds, the delay per key, and the win rate below which hedges are withheld.
+
+use core::time::Duration;
+
+use super::{PolicyBuilder, DEFAULT_QUANTILE, MIN_WINDOW};
+use crate::adaptive::AdaptiveConfig;
+use crate::schedule::Delays;
+
+impl<T> PolicyBuilder<T> {
+    /// Makes the delay follow the `quantile` (`0.95`: the 95th percentile) of the latencies
+    /// of recent calls, bounded by [`min_delay`](Self::min_delay) and
+    /// [`max_delay`](Self::max_delay). Until the last
+    /// [`adaptive_window`](Self::adaptive_window) holds
+    /// [`adaptive_min_samples`](Self::adaptive_min_samples) latencies, the
+    /// [`delay`](Self::delay) is used (clamped to the same bounds).
+    ///
+    /// `quantile` is clamped to `0.0..=1.0`; NaN counts as `0.95`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::{Hedgeable, Policy, timer::ManualTimer};
+    /// # futures::executor::block_on(async {
+    /// let clock = ManualTimer::new();
+    /// let policy = Policy::builder()
+    ///     .adaptive_delay(0.95)                 // hedge at the recent p95
+    ///     .delay(Duration::from_millis(20))     // until 100 latencies are known
+    ///     .min_delay(Duration::from_millis(2))
+    ///     .max_delay(Duration::from_millis(500))
+    ///     .timer(clock.clone())
+    ///     .build();
+    /// assert_eq!(policy.delay(), Some(Duration::from_millis(20)));
+    /// # });
+    /// ```
+    ///
+    /// # What is recorded
+    ///
+    /// The latency of each call's *original* copy, from its first `Pending` to its end:
+    ///
+    /// - an original that wins is recorded exactly;
+    /// - an original dropped because a hedge won is recorded at its age when dropped, a
+    ///   lower bound. It was hedged, so that bound already exceeds the delay: it counts on
+    ///   the right side of the quantile being tracked, which is all a quantile needs.
+    ///   Dropping such copies instead would bias the delay low, and a lower delay hedges
+    ///   more calls, dropping more slow copies: a feedback loop;
+    /// - hedges are not recorded: they start only when a call is already slow and are
+    ///   seen finishing only when they win, a biased sample;
+    /// - an original that fails, or answers on its first poll (no clock is read then, to
+    ///   keep the fast path free of work), is not recorded.
+    ///
+    /// Recording is one relaxed atomic increment plus one read of the clock when the call
+    /// ends (`benches/adaptive.rs`). The histogram takes about 47 KiB per policy (12 KiB
+    /// without `std`): four stripes of five quarter-window slots.
+    ///
+    /// # Decay
+    ///
+    /// Latencies are kept per quarter of the [`adaptive_window`](Self::adaptive_window).
+    /// Each time a quarter completes, the delay is recomputed from the last four, so it
+    /// reflects the last window and follows a shift within 1¼ windows. The first estimate
+    /// comes with the `adaptive_min_samples`-th latency, not with a quarter's end. After
+    /// an idle gap longer than a window the delay is [`delay`](Self::delay) again until
+    /// `adaptive_min_samples` new latencies arrive ([`Policy::delay`](crate::Policy::delay) says so too).
+    ///
+    /// # Queueing
+    ///
+    /// The delay hedges stragglers, not a queue. When, in each of the two newest quarter
+    /// windows that hold latencies (or the only one so far), more than a tenth of the
+    /// latencies exceed four times that quarter's median,
+    /// the slow calls are a crowd: the backend is queueing, and extra copies would only
+    /// lengthen its queues. The delay is then the window's slowest latency (within
+    /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged. A
+    /// service whose latencies spread that wide on their own (a log-normal σ above about
+    /// 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay).
+    pub fn adaptive_delay(mut self, quantile: f64) -> Self {
+        let quantile = if quantile.is_nan() {
+            DEFAULT_QUANTILE
+        } else {
+            quantile.clamp(0.0, 1.0)
+        };
+        if !matches!(self.settings.delays, Delays::Fixed(_)) {
+            self.settings.delays = Delays::Fixed(Duration::from_millis(10));
+        }
+        self.settings.adaptive = Some(AdaptiveConfig {
+            quantile,
+            min_samples: 0,
+            window: Duration::ZERO,
+        });
+        self
+    }
+
+    /// The shortest adaptive delay. Default 1 ms: timers are not precise below that. Applies
+    /// to [`adaptive_delay`](Self::adaptive_delay) only; a `min_delay` above
+    /// [`max_delay`](Self::max_delay) raises `max_delay` to it.
+    ///
+    /// The adaptive delay holds at most `u64::MAX - 1` nanoseconds (about 584 years): a
+    /// longer `min_delay` or `max_delay` is clamped to that, so both stay exact bounds.
+    pub fn min_delay(mut self, min_delay: Duration) -> Self {
+        self.settings.min_delay = min_delay;
+        self
+    }
+
+    /// How many latencies the last window must hold before the
+    /// [`adaptive_delay`](Self::adaptive_delay) replaces [`delay`](Self::delay): the first
+    /// estimate is published with the latency that makes that many, without waiting for
+    /// its quarter window to complete. Default 100; `0` is clamped to `1`.
+    pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
+        self.settings.min_samples = samples.max(1);
+        self
+    }
+
+    /// How far back the [`adaptive_delay`](Self::adaptive_delay) looks: latencies older
+    /// than about a window are forgotten. Default 10 s; clamped to at least 100 ms.
+    ///
+    /// A shorter window follows a shifting workload sooner; it needs enough calls per
+    /// window (see [`adaptive_min_samples`](Self::adaptive_min_samples)) to mean anything.
+    pub fn adaptive_window(mut self, window: Duration) -> Self {
+        self.settings.window = window.max(MIN_WINDOW);
+        self
+    }
+
+    /// Learns the delay, and the hedges' win rate, per key: a call names its key with
+    /// [`Hedge::key`](crate::Hedge::key) (or [`HedgeStream::key`](crate::HedgeStream::key)),
+    /// and at most `keys` keys are tracked at once. For one client in front of several
+    /// backends (hosts, methods, sizes of read), each of which is fast or slow in its own
+    /// way: one estimate over all of them hedges the fast ones late and the slow ones
+    /// often. Clamped to `1..=`[`MAX_KEYS`](Self::MAX_KEYS) (4096); default 0, no keys (every call uses the
+    /// policy-wide estimate, and `key` changes nothing and costs nothing).
+    ///
+    /// With [`adaptive_delay`](Self::adaptive_delay), a key's delay is its own estimate
+    /// once its window holds [`adaptive_min_samples`](Self::adaptive_min_samples)
+    /// latencies, and the fixed [`delay`](Self::delay) before that, as for a new policy.
+    /// A call without a key, or whose key is not kept, uses the policy-wide estimate,
+    /// which learns from every call, keyed or not. With
+    /// [`min_win_rate`](Self::min_win_rate), each key's hedges are withheld on its own
+    /// record. [`Policy::delay_for`](crate::Policy::delay_for) tells a key's delay.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::{Hedgeable, Policy};
+    /// # futures::executor::block_on(async {
+    /// let policy = Policy::builder()
+    ///     .adaptive_delay(0.95)
+    ///     .adaptive_keys(64) // one estimate per backend, for up to 64 backends
+    ///     .delay(Duration::from_millis(20))
+    ///     .build();
+    /// let host = "api-1.internal:443";
+    /// let row = (|| async { Ok::<_, ()>(7) }).hedged(&policy).key(host).await;
+    /// assert_eq!(row, Ok(7));
+    /// // Too few latencies of that host yet: its calls hedge at the fixed delay.
+    /// assert_eq!(policy.delay_for(host), Some(Duration::from_millis(20)));
+    /// # });
+    /// ```
+    ///
+    /// # Which keys are kept
+    ///
+    /// A key may sit in one of two places of a table of `keys` (two halves of its hash).
+    /// A key not yet kept takes the first of them that is free, or whose key had no call
+    /// end for a whole [`adaptive_window`](Self::adaptive_window); when both hold keys in
+    /// use, the key is not kept, its calls use the policy-wide estimate, and a later call
+    /// tries again. So a policy keeps the keys in use, up to about `keys` of them (two
+    /// busy keys may share both places before the table is full). A key is looked up
+    /// when its call first needs its delay or its record: a call answered before any of
+    /// it never touches the table.
+    ///
+    /// # Memory
+    ///
+    /// The table is made with the policy: per key, 48 bytes, and with an adaptive delay
+    /// its own histogram, about 12 KiB (a quarter of the policy-wide one, which stripes
+    /// its counters over four cache-line sets for threads recording at once). 64 keys
+    /// with an adaptive delay: about 760 KiB.
+    pub fn adaptive_keys(mut self, keys: usize) -> Self {
+        self.settings.keys = keys;
+        self
+    }
+
+    /// Withholds hedges that have stopped winning: where fewer than `rate` of a key's
+    /// (or, for calls without a kept key, the policy's) recent hedged calls were won by
+    /// a hedge, the calls that would hedge do not, but for probes, one in 20 of them,
+    /// which show when hedges win again; then hedging resumes. For slowness that every
+    /// copy shares (a heavy query, a hot key, a backend slow for every request): there an
+    /// extra copy is only load. Clamped to `0.0..=1.0`; default 0 (off; NaN too).
+    ///
+    /// "Recent" is a moving average over hedged calls, each moving it 1/32 of the way to
+    /// won or not; it starts at 1 (a new key hedges), and a probe counts for the 20
+    /// calls it stands for, so one probe that wins brings hedging back at once. Only
+    /// copies the clock starts are withheld (in every mode: a fixed, adaptive or
+    /// per-copy delay, or parallel copies); a copy after a failure is a retry and starts
+    /// as before. A withheld call is counted in
+    /// [`Stats::withheld`](crate::Stats::withheld); with the `tracing` feature a key (or
+    /// the policy) starting and stopping to withhold is an `INFO` event. `0.05` to
+    /// `0.1` suits most services: a hedge that beats a stall wins far more often.
+    ///
+    /// ```
+    /// use hedging::Policy;
+    /// let policy = Policy::builder().adaptive_delay(0.95).min_win_rate(0.05).build();
+    /// assert_eq!(policy.stats().withheld, 0);
+    /// ```
+    pub fn min_win_rate(mut self, rate: f64) -> Self {
+        self.settings.min_win_rate = rate;
+        self
+    }
+}

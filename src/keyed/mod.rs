@@ -1,0 +1,304 @@
+//! A policy's per-key state ([`PolicyBuilder::adaptive_keys`](crate::PolicyBuilder::adaptive_keys)):
+//! a table of at most `n` keys, each with its own latency tracker (adaptive delay) and its
+//! own hedge win rate ([`PolicyBuilder::min_win_rate`](crate::PolicyBuilder::min_win_rate)),
+//! and the hash that names a key.
+//!
+//! A call carries its key as a hash; the race looks the key up when it first needs its
+//! delay, its win rate or its record, so a call answered at once never touches the
+//! table. A key has two places (two halves of its hash): it is found in either, and a key
+//! not yet kept takes the first that is free or whose key went a whole window without a
+//! call ending. When both are held by keys in use, the key is not kept and its calls use
+//! the policy-wide estimate; a later call may find a place free. The table is made once,
+//! with the policy: lookups are atomic loads, a takeover one compare-and-swap.
+//!
+//! - `mod.rs`: the table and the hash.
+//! - `win_rate.rs`: whether hedges still win, and when to withhold them.
+//! - `settings.rs`: the builder methods that turn both on.
+
+use alloc::boxed::Box;
+use core::hash::{Hash, Hasher};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::time::Duration;
+
+use crate::adaptive::{nanos, AdaptiveConfig, LatencyTracker};
+
+mod win_rate;
+
+pub(crate) use self::win_rate::{Ask, Turn, WinRate, Withhold};
+
+/// No key: a call without one, and a free place in the table.
+pub(crate) const NO_KEY: u64 = 0;
+
+/// The most keys a policy tracks: [`PolicyBuilder::adaptive_keys`](crate::PolicyBuilder::adaptive_keys)
+/// clamps to it.
+pub(crate) const MAX_KEYS: usize = 4096;
+
+/// The hash of a call's key: never [`NO_KEY`].
+#[inline(always)]
+pub(crate) fn hash<K: Hash + ?Sized>(key: &K) -> u64 {
+    let mut hasher = KeyHasher(0);
+    key.hash(&mut hasher);
+    hasher.finish().max(1)
+}
+
+/// The keys a policy tracks, each in one of its two places.
+pub(crate) struct Keys {
+    entries: Box<[Entry]>,
+    /// How long a key's calls must have ended none before another key may take its
+    /// place, in nanoseconds: the adaptive window.
+    idle_nanos: u64,
+}
+
+/// One key's state.
+pub(crate) struct Entry {
+    /// The key's hash, or [`NO_KEY`] while the place is free.
+    key: AtomicU64,
+    /// When a call of this key last took or used the place, in nanoseconds of the
+    /// policy's clock.
+    used_at: AtomicU64,
+    /// The key's latencies, with an adaptive delay.
+    pub(crate) tracker: Option<LatencyTracker>,
+    /// Whether the key's hedges still win.
+    pub(crate) win_rate: WinRate,
+}
+
+/// What each key's tracker starts from, as the policy-wide one does.
+pub(crate) struct TrackerSeed {
+    pub(crate) config: AdaptiveConfig,
+    pub(crate) fallback: Duration,
+    pub(crate) min_delay: Duration,
+    pub(crate) max_delay: Duration,
+}
+
+impl Keys {
+    /// A table of `keys` places (at least 1, at most [`MAX_KEYS`]), each with a tracker
+    /// made from `seed` when the delay is adaptive.
+    pub(crate) fn new(keys: usize, seed: Option<&TrackerSeed>, idle: Duration) -> Self {
+        let entries = (0..keys.clamp(1, MAX_KEYS))
+            .map(|_| Entry {
+                key: AtomicU64::new(NO_KEY),
+                used_at: AtomicU64::new(0),
+                tracker: seed.map(|seed| {
+                    LatencyTracker::one_stripe(
+                        seed.config,
+                        seed.fallback,
+                        seed.min_delay,
+                        seed.max_delay,
+                    )
+                }),
+                win_rate: WinRate::new(),
+            })
+            .collect();
+        Keys {
+            entries,
+            idle_nanos: nanos(idle),
+        }
+    }
+
+    /// How many keys the table holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The key's place by one half of its hash: the half scaled to the table's length
+    /// (a multiply, not a division).
+    #[inline]
+    fn place(&self, half: u32) -> &Entry {
+        let index = (u64::from(half) * self.entries.len() as u64) >> 32;
+        &self.entries[index as usize]
+    }
+
+    /// The key's two places.
+    #[inline]
+    fn places(&self, key: u64) -> [&Entry; 2] {
+        [self.place(key as u32), self.place((key >> 32) as u32)]
+    }
+
+    /// The key's entry if it is kept.
+    #[inline]
+    pub(crate) fn find(&self, key: u64) -> Option<&Entry> {
+        let first = self.place(key as u32);
+        if first.key.load(Relaxed) == key {
+            return Some(first);
+        }
+        let second = self.place((key >> 32) as u32);
+        (second.key.load(Relaxed) == key).then_some(second)
+    }
+
+    /// The key's entry, taking a place for it if it is not kept and one is free (or its
+    /// key idle) at `now`; `None` when both places are held by keys in use.
+    #[inline]
+    pub(crate) fn find_or_take(&self, key: u64, now: Duration) -> Option<&Entry> {
+        match self.find(key) {
+            Some(entry) => Some(entry),
+            None => self.take(key, now),
+        }
+    }
+
+    #[cold]
+    fn take(&self, key: u64, now: Duration) -> Option<&Entry> {
+        let now = nanos(now);
+        self.places(key).into_iter().find(|entry| {
+            let held = entry.key.load(Relaxed);
+            let idle = now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos;
+            let taken = (held == NO_KEY || idle)
+                && entry
+                    .key
+                    .compare_exchange(held, key, Relaxed, Relaxed)
+                    .is_ok();
+            if taken {
+                entry.used_at.store(now, Relaxed);
+                if held != NO_KEY {
+                    // The old key's latencies may still be in the window, slot by slot.
+                    if let Some(tracker) = &entry.tracker {
+                        tracker.clear();
+                    }
+                    entry.win_rate.reset();
+                }
+            }
+            taken
+        })
+    }
+
+    /// Whether a call with `key` would find a place at `now`.
+    pub(crate) fn would_keep(&self, key: u64, now: Duration) -> bool {
+        let now = nanos(now);
+        self.find(key).is_some()
+            || self.places(key).into_iter().any(|entry| {
+                entry.key.load(Relaxed) == NO_KEY
+                    || now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos
+            })
+    }
+}
+
+impl Entry {
+    /// A call of this key ended at `now`: the key is in use.
+    #[inline]
+    pub(crate) fn used(&self, now: Duration) {
+        self.used_at.store(nanos(now), Relaxed);
+    }
+}
+
+/// The hash behind [`hash`]: FxHash's rotate-multiply over whole words, with the high
+/// half folded into the low one so both halves (the key's two places) depend on every
+/// bit. Not a hash for keys an attacker picks to collide: a collision only makes two keys
+/// share their places, and so the policy-wide estimate.
+struct KeyHasher(u64);
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl KeyHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for KeyHasher {
+    /// Whole words, then the tail: the last word read to the end, shifted so it holds only
+    /// the bytes not yet added. Short keys (host names) cost a few multiplies.
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let word = |at: usize| {
+            let mut word = [0; 8];
+            word.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(word)
+        };
+        let len = bytes.len();
+        if len < 8 {
+            let tail = bytes
+                .iter()
+                .rev()
+                .fold(0, |tail, byte| tail << 8 | u64::from(*byte));
+            self.add(tail);
+            return;
+        }
+        let mut at = 0;
+        while at + 8 <= len {
+            self.add(word(at));
+            at += 8;
+        }
+        if at < len {
+            self.add(word(len - 8) >> (8 * (8 - (len - at))));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, value: u32) {
+        self.add(u64::from(value));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        self.add(value);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, value: usize) {
+        self.add(value as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The multiply carries every bit upwards only: the high half, folded in, gives the
+        // low half (the first place) the whole key.
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn keys_that_differ_hash_apart_and_none_hashes_to_no_key() {
+        let hashes: alloc::vec::Vec<u64> = (0..1000u32).map(|key| hash(&key)).collect();
+        let mut sorted = hashes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), hashes.len());
+        assert!(!hashes.contains(&NO_KEY));
+        assert_ne!(hash("api.a:443"), hash("api.b:443"));
+        assert_eq!(
+            hash("api.a:443"),
+            hash(&alloc::string::String::from("api.a:443"))
+        );
+    }
+
+    #[test]
+    fn a_key_takes_a_free_place_and_is_found_there() {
+        let keys = Keys::new(4, None, 10 * SEC);
+        let key = hash("a");
+        assert!(keys.find(key).is_none());
+        let taken = keys.find_or_take(key, SEC).map(|e| e as *const Entry);
+        assert!(taken.is_some());
+        assert_eq!(keys.find(key).map(|e| e as *const Entry), taken);
+    }
+
+    #[test]
+    fn a_full_table_keeps_no_new_key_until_a_place_goes_idle() {
+        let keys = Keys::new(1, None, 10 * SEC);
+        let (a, b) = (hash("a"), hash("b"));
+        assert!(keys.find_or_take(a, SEC).is_some());
+        assert!(keys.find_or_take(b, 2 * SEC).is_none(), "a is in use");
+        assert!(!keys.would_keep(b, 2 * SEC));
+        keys.find(a).unwrap().used(5 * SEC);
+        assert!(keys.find_or_take(b, 14 * SEC).is_none(), "a used 9 s ago");
+        assert!(keys.would_keep(b, 15 * SEC));
+        assert!(keys.find_or_take(b, 15 * SEC).is_some(), "a idle a window");
+        assert!(keys.find(a).is_none());
+    }
+
+    #[test]
+    fn the_table_size_is_clamped() {
+        assert_eq!(Keys::new(0, None, SEC).capacity(), 1);
+        assert_eq!(Keys::new(usize::MAX, None, SEC).capacity(), MAX_KEYS);
+    }
+}
