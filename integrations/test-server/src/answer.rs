@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log::{Arrival, Hold};
+use crate::pace::Pace;
 
 /// The body of an HTTP answer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +39,9 @@ pub struct Answer {
     pub reply: Reply,
     /// How long to keep the rest of the body after its first half (HTTP only).
     pub body_hold: Hold,
+    /// How the body is sent once the headers are out (HTTP and the S3 proxy), when
+    /// `body_hold` does not hold it.
+    pub pace: Pace,
 }
 
 /// The header an HTTP request names its script in (see [`Answer::scripted`]).
@@ -65,6 +69,12 @@ impl Answer {
     pub fn header(mut self, name: &'static str, value: &str) -> Answer {
         let value = HeaderValue::from_str(value).expect("a header value");
         self.headers.insert(HeaderName::from_static(name), value);
+        self
+    }
+
+    /// With the body sent as `pace` says.
+    pub fn pace(mut self, pace: Pace) -> Answer {
+        self.pace = pace;
         self
     }
 

@@ -17,6 +17,7 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::answer::{Answer, Behavior, Reply, SCRIPT};
 use crate::log::{Clock, Log};
+use crate::pace::{paced, Pace};
 use crate::server::{read_whole, serve, Server};
 use crate::Error;
 
@@ -60,6 +61,11 @@ async fn answer(
         Reply::Bytes(bytes) => bytes,
     };
     let body: ResponseBody = match answer.body_hold {
+        crate::Hold::No if answer.pace != Pace::Whole => {
+            let whole = stream::once(async move { Ok::<_, Infallible>(body) }).boxed();
+            let paced = paced(whole, answer.pace, log, arrival.key.clone());
+            BodyExt::boxed(StreamBody::new(paced.map(|bytes| bytes.map(Frame::data))))
+        }
         crate::Hold::No => Full::new(body).boxed(),
         hold => {
             let (first, rest) = body.split_at(body.len() / 2);

@@ -27,6 +27,7 @@ pub mod http;
 mod log;
 #[cfg(feature = "object-store")]
 pub mod object;
+mod pace;
 mod probe;
 pub mod report;
 #[cfg(feature = "s3")]
@@ -36,6 +37,7 @@ mod virtual_clock;
 
 pub use crate::answer::{always, one_in, Answer, Behavior, Reply, SCRIPT};
 pub use crate::log::{real_clock, until, Arrival, Clock, Hold, Log, HANG_GUARD};
+pub use crate::pace::Pace;
 pub use crate::probe::{Counted, Probe, ProbeHandle, Tally};
 pub use crate::server::{refusing_address, Server};
 pub use crate::virtual_clock::{

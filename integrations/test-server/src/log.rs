@@ -63,6 +63,8 @@ struct State {
     answered: u64,
     dropped: u64,
     released: HashSet<String>,
+    /// Trickled pieces the test let go, by key.
+    pieces: HashMap<String, u64>,
     connections: u64,
     closed: u64,
 }
@@ -228,6 +230,28 @@ impl Log {
         self.state.send_modify(|state| {
             state.released.insert(key.to_owned());
         });
+    }
+
+    /// Lets `n` more pieces of every body with `key` trickled at the test's pace
+    /// ([`Pace::Trickle`](crate::Pace::Trickle) with [`Hold::Released`]) go.
+    pub fn let_pieces_go(&self, key: &str, n: u64) {
+        self.state.send_modify(|state| {
+            *state.pieces.entry(key.to_owned()).or_default() += n;
+        });
+    }
+
+    /// Waits before piece `index` (from 1) of a trickled body with `key`: `every`, or
+    /// with [`Hold::Released`] until the test let that many pieces go.
+    pub(crate) async fn piece(&self, key: &str, every: Hold, index: u64) {
+        match every {
+            Hold::Released => {
+                let mut released = self.state.subscribe();
+                let _ = released
+                    .wait_for(|state| state.pieces.get(key).copied().unwrap_or(0) >= index)
+                    .await;
+            }
+            hold => self.hold(key, hold).await,
+        }
     }
 
     /// Waits until `n` requests with `key` arrived; their arrivals.

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_RANGE, RANGE};
+use http::header::{CONTENT_LENGTH, CONTENT_RANGE, ETAG, IF_MATCH, RANGE};
 use http::Method;
 use http_body_util::BodyExt;
 use object_store::client::{
@@ -19,6 +19,7 @@ use object_store::{ClientOptions, RetryConfig};
 
 use crate::answer::{Answer, Behavior, Reply};
 use crate::log::{Arrival, Hold};
+use crate::pace::Pace;
 
 /// Which reads stall.
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +76,72 @@ pub fn objects(
                 ..answer
             },
             false => answer.hold(hold),
+        }
+    })
+}
+
+/// Objects a server holds, which a test may rewrite while they are read: each has an
+/// `ETag` (`"v1"`, `"v2"`, … by how often it was written) that [`versioned`] sends with
+/// every answer and checks `If-Match` against. Clones share the objects.
+#[derive(Clone, Debug, Default)]
+pub struct Objects(Arc<Mutex<HashMap<String, (Bytes, u64)>>>);
+
+impl Objects {
+    /// No objects.
+    pub fn new() -> Objects {
+        Objects::default()
+    }
+
+    /// Writes `bytes` at `path` (without a leading slash): a new version.
+    pub fn put(&self, path: &str, bytes: Bytes) {
+        let mut objects = self.0.lock().expect("objects");
+        let version = objects.get(path).map_or(1, |(_, version)| version + 1);
+        objects.insert(path.to_owned(), (bytes, version));
+    }
+
+    /// The `ETag` of `path` as it is now.
+    pub fn e_tag(&self, path: &str) -> Option<String> {
+        let objects = self.0.lock().expect("objects");
+        objects
+            .get(path)
+            .map(|(_, version)| format!("\"v{version}\""))
+    }
+}
+
+/// Serves `objects` as [`objects`] does (a byte range, HEAD, `404`, `416`), with an
+/// `ETag` on every answer and a `412` for an `If-Match` naming another version; each
+/// copy's body is sent as `pace` says for it.
+pub fn versioned(
+    objects: Objects,
+    pace: impl Fn(&Arrival) -> Pace + Send + Sync + 'static,
+) -> Behavior {
+    Arc::new(move |arrival: &Arrival| {
+        let path = arrival.path.trim_start_matches('/');
+        let (found, e_tag) = {
+            let all = objects.0.lock().expect("objects");
+            match all.get(path) {
+                Some((bytes, version)) => (
+                    HashMap::from([(path.to_owned(), bytes.clone())]),
+                    Some(format!("\"v{version}\"")),
+                ),
+                None => (HashMap::new(), None),
+            }
+        };
+        let matches = |asked: &str| {
+            let asked = asked.split(',').map(str::trim);
+            e_tag
+                .as_deref()
+                .is_some_and(|tag| asked.into_iter().any(|asked| asked == "*" || asked == tag))
+        };
+        if let Some(asked) = arrival.header(IF_MATCH.as_str()) {
+            if !matches(asked) {
+                return Answer::ok().status(412).reply(Reply::Bytes(Bytes::new()));
+            }
+        }
+        let answer = object(&found, arrival).pace(pace(arrival));
+        match &e_tag {
+            Some(tag) => answer.header(ETAG.as_str(), tag),
+            None => answer,
         }
     })
 }

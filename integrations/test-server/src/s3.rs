@@ -15,10 +15,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper_util::client::legacy::connect::HttpConnector;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
@@ -28,6 +29,7 @@ use tokio::net::TcpListener;
 use crate::answer::Behavior;
 use crate::log::{Clock, Log};
 use crate::object::HyperConnector;
+use crate::pace::{paced, Pace};
 use crate::server::{read_whole, serve, Server};
 use crate::Error;
 
@@ -35,6 +37,12 @@ use crate::Error;
 pub const BUCKET: &str = "hedging";
 const ACCESS_KEY: &str = "hedging-access-key";
 const SECRET_KEY: &str = "hedging-secret-key";
+
+/// The access key id and secret every [`S3`] server accepts: for clients of its own (the
+/// AWS SDK's), which sign their requests with them.
+pub fn credentials() -> (&'static str, &'static str) {
+    (ACCESS_KEY, SECRET_KEY)
+}
 
 /// A running S3 server (`s3s-fs`) and the stalling proxy in front of it; removes its
 /// directory when dropped.
@@ -143,6 +151,7 @@ async fn forward(
     let answering = log.answering();
     let answer = behavior(&arrival);
     log.hold(&arrival.key, answer.hold).await;
+    let (pace, key) = (answer.pace, arrival.key.clone());
     let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     parts.uri = format!("http://{s3}{path_and_query}")
         .parse()
@@ -151,7 +160,13 @@ async fn forward(
     match response.await {
         Ok(response) => {
             answering.done();
-            Ok(response.map(BodyExt::boxed))
+            Ok(response.map(|body| match pace {
+                Pace::Whole => body.boxed(),
+                pace => {
+                    let paced = paced(body.into_data_stream().boxed(), pace, log, key);
+                    BodyExt::boxed(StreamBody::new(paced.map(|bytes| bytes.map(Frame::data))))
+                }
+            }))
         }
         Err(error) => {
             let mut failed = Response::new(Full::new(Bytes::from(error.to_string())));
