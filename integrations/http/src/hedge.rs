@@ -3,10 +3,12 @@
 
 use std::fmt;
 use std::future::Future;
+use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use futures_core::FusedFuture;
+use hedging::key::KeyHash;
 use hedging::timer::Timer;
 use hedging::tower::HedgeLayer;
 use hedging::{Attempt, Classify, Policy};
@@ -19,6 +21,8 @@ use tower_service::Service;
 use hedging_http_rules::HedgedMethods;
 
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
+use crate::grpc::GrpcThroughHttp;
+use crate::key::{target, KeyBy};
 use crate::verdict::DefaultVerdict;
 
 /// A [`Layer`] that hedges HTTP requests by one [`Policy`]: [`HttpHedge`] around the
@@ -39,16 +43,33 @@ use crate::verdict::DefaultVerdict;
 /// # let _ = layer;
 /// ```
 ///
+/// It hedges no gRPC call (they are `POST`s): the first one it passes through is a `WARN`
+/// event (feature `tracing`) naming [`GrpcHedgeLayer`](crate::grpc::GrpcHedgeLayer).
+///
+/// # Keys
+///
+/// On a policy with [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), each call
+/// is keyed by its target, so one client over a fast host and a slow one learns a delay
+/// per host: the key is `(scheme, authority)`, two `&str` as the request's URI has them
+/// (the `Host` header when the URI has no authority, `"http"` when it has no scheme),
+/// taken before an [`Origin`](crate::Origin) set sends a copy to a replica, so every
+/// replica of one target shares its delay. `policy.delay_for(&("http", "10.0.0.1:8080"))`
+/// is the delay such a call gets now. [`key_by`](Self::key_by) keys otherwise. On a
+/// policy without keys the key is never hashed.
+///
 /// # Defaults
 ///
 /// - methods: `GET`, `HEAD`, `OPTIONS`;
 /// - `max_replay_bytes`: 64 KiB;
-/// - verdicts: [`default_verdict`](crate::default_verdict).
+/// - verdicts: [`default_verdict`](crate::default_verdict);
+/// - key: the request's `(scheme, authority)`.
 pub struct HttpHedgeLayer<T, K = DefaultVerdict> {
     policy: Policy<T>,
     methods: HedgedMethods,
     max_replay_bytes: usize,
     classify: K,
+    grpc: GrpcThroughHttp,
+    key_by: KeyBy<T>,
 }
 
 impl<T> HttpHedgeLayer<T> {
@@ -60,6 +81,8 @@ impl<T> HttpHedgeLayer<T> {
             methods: HedgedMethods::default(),
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             classify: DefaultVerdict,
+            grpc: GrpcThroughHttp::default(),
+            key_by: KeyBy::default_key(),
         }
     }
 }
@@ -83,7 +106,34 @@ impl<T, K> HttpHedgeLayer<T, K> {
             methods: self.methods,
             max_replay_bytes: self.max_replay_bytes,
             classify,
+            grpc: self.grpc,
+            key_by: self.key_by,
         }
+    }
+
+    /// Keys each call by what `key` makes of its request's head, replacing the default
+    /// key, the request's target `(scheme, authority)` (see [Keys](Self#keys)). Called
+    /// for every call the layer hedges; its key is hashed only on a policy with keys.
+    ///
+    /// ```
+    /// # use hedging::{timer::ManualTimer, Policy};
+    /// # use hedging_http::HttpHedgeLayer;
+    /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
+    /// // One delay per host and first path segment: `/search` is slower than `/items`.
+    /// let layer = HttpHedgeLayer::new(policy).key_by(|head: &http::request::Parts| {
+    ///     let segment = head.uri.path().split('/').nth(1).unwrap_or("").to_owned();
+    ///     (head.uri.host().unwrap_or("").to_owned(), segment)
+    /// });
+    /// # let _ = layer;
+    /// ```
+    pub fn key_by<Q, F>(mut self, key: F) -> Self
+    where
+        Q: Hash,
+        F: Fn(&http::request::Parts) -> Q + Send + Sync + 'static,
+        T: 'static,
+    {
+        self.key_by = KeyBy::custom(key);
+        self
     }
 
     crate::accessors::define_layer_settings!();
@@ -107,6 +157,8 @@ impl<T, K: Clone> Clone for HttpHedgeLayer<T, K> {
             methods: self.methods.clone(),
             max_replay_bytes: self.max_replay_bytes,
             classify: self.classify.clone(),
+            grpc: self.grpc.clone(),
+            key_by: self.key_by.clone(),
         }
     }
 }
@@ -117,6 +169,7 @@ impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
             .field("policy", &self.policy)
             .field("methods", &self.methods.as_slice())
             .field("max_replay_bytes", &self.max_replay_bytes)
+            .field("key", &self.key_by)
             .finish_non_exhaustive()
     }
 }
@@ -128,9 +181,11 @@ impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
 /// inner service must be `Clone`: each hedge drives a clone of it to readiness.
 ///
 /// A request of a method the layer hedges, without [`NoHedge`](crate::NoHedge), is a
-/// call: it goes through the race and counts in the policy's `calls`. Any other request
-/// goes straight to the inner service (its body not read) and counts in the policy's
-/// [`out_of_scope`](hedging::Stats::out_of_scope).
+/// call: it goes through the race and counts in the policy's `calls`. While the policy is
+/// disabled ([`Policy::set_enabled`]) or has one copy, such a call is sent as it was
+/// given: its body is not read for replay and the request is not copied. Any other
+/// request goes straight to the inner service (its body not read) and counts in the
+/// policy's [`out_of_scope`](hedging::Stats::out_of_scope).
 pub struct HttpHedge<S, T, K = DefaultVerdict> {
     inner: S,
     layer: HttpHedgeLayer<T, K>,
@@ -158,25 +213,41 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let layer = &self.layer;
         if !layer.methods.hedges(request.method(), request.extensions()) {
+            layer.grpc.check(&layer.policy, &request);
             return out_of_scope(&mut self.inner, &layer.policy, request);
         }
-        // A call that cannot hedge leaves its body alone.
-        let request = request.map(|body| match layer.policy.max_copies() > 1 {
-            true => ReplayBody::read(body, layer.max_replay_bytes),
-            false => ReplayBody::once(body),
-        });
         let copies = Copies {
             copy: copy_request::<B>,
             max_copies: usize::MAX,
         };
+        let max_replay_bytes = layer.max_replay_bytes;
+        let policy = &layer.policy;
+        let (request, key) = layer
+            .key_by
+            .key(policy, request, |request| policy.key_hash(&target(request)));
         start(
             &mut self.inner,
-            &layer.policy,
+            policy,
             layer.classify.clone(),
             copies,
-            request,
+            (request, key),
+            |request, may_hedge| replayable(request, may_hedge, max_replay_bytes),
         )
     }
+}
+
+/// `request` with the body the inner service is handed: read for replay (up to
+/// `max_replay_bytes`) when the call may hedge; passed through unread when it may not (a
+/// disabled policy, one copy), so such a call sends its request as it was given.
+pub(crate) fn replayable<B: Body + Unpin>(
+    request: Request<B>,
+    may_hedge: bool,
+    max_replay_bytes: usize,
+) -> Request<ReplayBody<B>> {
+    request.map(|body| match may_hedge {
+        true => ReplayBody::read(body, max_replay_bytes),
+        false => ReplayBody::once(body),
+    })
 }
 
 /// How a layer copies its requests, and the most copies of one it sends.
@@ -189,14 +260,17 @@ pub(crate) struct Copies<Req> {
 
 /// Sends `request` through the core's race, each copy judged by `classify`: the instance
 /// of `inner` that `poll_ready` readied sends the original (left holding an unready clone
-/// when the call may hedge), and the core readies a clone of it for each hedge. The call
-/// is one of the policy's `calls`, even when it is sent once.
+/// when the call may hedge), and the core readies a clone of it for each hedge. The core
+/// decides whether the call may hedge and tells `prepare`, which makes the request sent
+/// (see [`replayable`]). The call is one of the policy's `calls`, even when it is sent
+/// once, and carries `key`, as [`KeyBy::key`] read it from the request.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,
     classify: K,
     copies: Copies<Request<ReplayBody<B>>>,
-    request: Request<ReplayBody<B>>,
+    (request, key): (Request<B>, KeyHash),
+    prepare: impl FnOnce(Request<B>, bool) -> Request<ReplayBody<B>>,
 ) -> ResponseFuture<S, B, T, K>
 where
     S: Service<Request<ReplayBody<B>>> + Clone,
@@ -208,7 +282,8 @@ where
         .clone_request(copies.copy)
         .classify(classify)
         .max_copies(copies.max_copies)
-        .call(inner, request);
+        .call_with(inner, request, prepare)
+        .key_hash(key);
     ResponseFuture {
         state: State::Race { race },
     }

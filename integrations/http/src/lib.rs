@@ -32,7 +32,10 @@
 //! whole while its frames were ready, within `max_replay_bytes` (64 KiB by default).
 //! One whose body cannot be replayed is still a call, sent once, with nothing lost (the
 //! frames read so far go first, then the rest of the body). A body that is still
-//! pending when the call is made (a stream, an upload) is never waited for.
+//! pending when the call is made (a stream, an upload) is never waited for. While the
+//! policy is disabled ([`Policy::set_enabled(false)`](hedging::Policy::set_enabled)), or
+//! has one copy, a call is sent as it was given, as without the layer: its body not read,
+//! the request not copied; it is still one of the policy's `calls`.
 //!
 //! Any other request (a `POST`, a request carrying [`NoHedge`]) is outside the layer's
 //! scope: it goes straight to the inner service, its body not read, no race, no timer,
@@ -113,6 +116,15 @@
 //! gRPC, one tonic `Channel` per replica: `Replicas::new([channel_a, channel_b])`. For a
 //! hyper-util client, one [`Origin`] per address: `Origin::replicas(client, origins)`.
 //!
+//! # Keys
+//!
+//! On a policy with [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), a call is
+//! keyed by its target (`HttpHedgeLayer`: `(scheme, authority)`, taken before a replica
+//! set rewrites it) or its method (`GrpcHedgeLayer`: the full path), so one layer learns
+//! a delay per host or method; `key_by` on either keys otherwise. See
+//! [`HttpHedgeLayer`'s keys](HttpHedgeLayer#keys) and
+//! [`GrpcHedgeLayer`'s](grpc::GrpcHedgeLayer#keys).
+//!
 //! # Requirements
 //!
 //! - The inner service is `Clone` (each hedge drives a clone of it to readiness): put
@@ -140,6 +152,7 @@ mod accessors;
 mod body;
 pub mod grpc;
 mod hedge;
+mod key;
 mod origin;
 mod verdict;
 

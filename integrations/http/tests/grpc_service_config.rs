@@ -203,3 +203,22 @@ async fn one_throttling_budget_is_shared_by_every_method_of_the_layer() {
     let tokens = other_policy.budget().unwrap().tokens();
     assert!((tokens - 1.1).abs() < 1e-9, "{tokens}");
 }
+
+#[tokio::test]
+async fn unmatched_lists_each_method_the_service_config_does_not_match_once() {
+    let scene = Scene::new(2, HEDGE_DELAY).await;
+    // "Sai": a misspelt name, which every call of Say misses.
+    let layer = layer(
+        &scene,
+        r#"{"methodConfig": [{"name": [{"service": "test.Echo", "method": "Sai"}],
+            "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s"}}]}"#,
+    );
+    assert!(layer.unmatched().is_empty());
+    for (script, path) in [("ok", SAY), ("ok; ok", OTHER), ("ok; ok; ok", SAY)] {
+        // A clone, as a channel's stack holds one per service: they share the list.
+        let reply = scene.call(layer.clone(), echo(script), path);
+        reply.await.unwrap().unwrap();
+    }
+    assert_eq!(layer.unmatched(), ["test.Echo/Say", "test.Echo/Other"]);
+    assert_eq!(layer.policy().stats().out_of_scope, 3, "every call counted");
+}

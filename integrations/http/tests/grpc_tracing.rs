@@ -1,5 +1,6 @@
 //! Feature `tracing`: a `GrpcHedgeLayer` names each method it passed through unhedged,
-//! once, against a real tonic server on loopback.
+//! once, and an `HttpHedgeLayer` in front of a gRPC channel says it hedges nothing, against
+//! a real tonic server on loopback.
 
 mod grpc_scene;
 
@@ -8,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use grpc_scene::{echo, Scene, HEDGE_DELAY};
 use hedging_http::grpc::GrpcHedgeLayer;
-use hedging_http::NoHedge;
+use hedging_http::{NoHedge, ReplayBody};
 use hedging_test_server::grpc::{OTHER, SAY};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -94,4 +95,78 @@ async fn each_method_outside_the_layers_scope_is_named_once() {
         3,
         "every call is counted"
     );
+}
+
+/// A layer from a service config whose only name is misspelt: `Say` is `Sai`.
+#[cfg(feature = "service-config")]
+fn misspelt_config(scene: &Scene) -> GrpcHedgeLayer<hedging::timer::ManualTimer> {
+    let config = hedging_http::grpc::ServiceConfig::from_json(
+        r#"{"methodConfig": [{"name": [{"service": "test.Echo", "method": "Sai"}],
+            "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s"}}]}"#,
+    )
+    .unwrap();
+    GrpcHedgeLayer::from_service_config(&config, scene.clock.timer())
+}
+
+#[cfg(feature = "service-config")]
+#[tokio::test]
+async fn a_method_the_service_config_does_not_match_is_a_warning_the_first_time() {
+    let recorder = Recorder::default();
+    let _recording = tracing::subscriber::set_default(recorder.clone());
+    let scene = Scene::new(2, HEDGE_DELAY).await;
+    let layer = misspelt_config(&scene);
+
+    for (script, path) in [("ok", SAY), ("ok; ok", SAY), ("ok; ok; ok", OTHER)] {
+        let reply = scene.call(layer.clone(), echo(script), path);
+        reply.await.unwrap().unwrap();
+    }
+
+    let warning = |method: &str| {
+        format!(
+            "{} gRPC method that no name of the service config matches: its calls are sent \
+             once, unhedged, and counted in out_of_scope (GrpcHedgeLayer::unmatched lists such \
+             methods; is a name misspelt?) policy=\"out of scope\" method=\"{method}\"",
+            Level::WARN
+        )
+    };
+    let recorded = recorder.0.lock().unwrap().clone();
+    assert_eq!(
+        recorded,
+        [warning("/test.Echo/Say"), warning("/test.Echo/Other")],
+        "once per method, however often it is called"
+    );
+}
+
+#[tokio::test]
+async fn a_grpc_call_through_http_hedge_layer_is_a_warning_naming_grpc_hedge_layer() {
+    let recorder = Recorder::default();
+    let _recording = tracing::subscriber::set_default(recorder.clone());
+    let scene = Scene::new(2, HEDGE_DELAY).await;
+    // The mistake: the HTTP layer in front of a tonic Channel.
+    let layer = hedging_http::HttpHedgeLayer::new(scene.policy.clone());
+    for (script, path) in [("ok", SAY), ("ok; ok", OTHER), ("ok; ok; ok", SAY)] {
+        let stack = tower::ServiceBuilder::new()
+            .layer(layer.clone())
+            .map_request(|request: http::Request<ReplayBody<tonic::body::Body>>| {
+                request.map(tonic::body::Body::new)
+            })
+            .service(scene.channel.clone());
+        hedging_test_server::grpc::say(stack, echo(script), path)
+            .await
+            .unwrap();
+    }
+
+    let recorded = recorder.0.lock().unwrap().clone();
+    assert_eq!(
+        recorded,
+        [format!(
+            "{} gRPC call through HttpHedgeLayer: gRPC calls are POSTs, which it never hedges, \
+             so every call is sent once; hedge gRPC with hedging_http::grpc::GrpcHedgeLayer \
+             method=\"/test.Echo/Say\"",
+            Level::WARN
+        )],
+        "once per layer, its clones included"
+    );
+    let stats = scene.policy.stats();
+    assert_eq!((stats.calls, stats.out_of_scope), (0, 3), "nothing hedged");
 }

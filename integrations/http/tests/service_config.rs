@@ -554,13 +554,34 @@ fn null_fields_are_absent() {
 fn a_name_no_call_can_match_is_rejected() {
     assert_refused(
         &hedging_policy_named(r#"{"service": "/kv.Store", "method": "Get"}"#),
-        "methodConfig[0].name[0]",
-        "methodConfig[0].name[0]: gRPC method name \"/kv.Store/Get\" starts with '/'",
+        "methodConfig[0].name[0].service",
+        "methodConfig[0].name[0].service = \"/kv.Store\" holds a '/': a service is named \
+         without one, as \"kv.Store\"",
     );
     assert_refused(
         &hedging_policy_named(r#"{"service": "kv.Store", "method": "Get "}"#),
-        "methodConfig[0].name[0]",
-        "holds whitespace or a control character",
+        "methodConfig[0].name[0].method",
+        "methodConfig[0].name[0].method = \"Get \" holds whitespace or a control character",
+    );
+}
+
+#[test]
+fn a_method_written_with_a_slash_is_refused_by_its_field_and_the_value_written() {
+    let error = refused(&hedging_policy_named(
+        r#"{"service": "helloworld.Greeter", "method": "/SayHello"}"#,
+    ));
+    assert_eq!(error.field(), "methodConfig[0].name[0].method");
+    assert_eq!(
+        error.to_string(),
+        "methodConfig[0].name[0].method = \"/SayHello\" holds a '/': a method is named alone, \
+         without its service or a '/', as \"SayHello\""
+    );
+    assert_refused(
+        &hedging_policy_named(r#"{"service": "helloworld.Greeter/SayHello"}"#),
+        "methodConfig[0].name[0].service",
+        "methodConfig[0].name[0].service = \"helloworld.Greeter/SayHello\" holds a '/': the \
+         method goes in its own field, as {\"service\": \"helloworld.Greeter\", \"method\": \
+         \"SayHello\"}",
     );
 }
 
@@ -689,20 +710,29 @@ fn hedging_policy_named(names: &str) -> String {
 }
 
 #[test]
-fn the_service_configs_in_the_readmes_are_valid() {
+fn the_service_configs_in_the_readmes_and_docs_are_valid() {
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let own = std::fs::read_to_string(manifest.join("README.md")).unwrap();
-    // The workspace's README, where the workspace is (not in the packaged crate).
-    let workspace = std::fs::read_to_string(manifest.join("../../README.md")).ok();
-    let mut configs = 0;
-    for readme in std::iter::once(own).chain(workspace) {
-        for block in readme.split("```json\n").skip(1) {
+    // The crate's README, then the workspace's README and the docs pages the READMEs link
+    // (absent from the packaged crate); each page but the workspace's README shows one.
+    let pages = [
+        ("README.md", true),
+        ("../../README.md", false),
+        ("../../docs/guide.md", true),
+        ("../../docs/http.md", true),
+    ];
+    for (page, shows_one) in pages {
+        let Ok(text) = std::fs::read_to_string(manifest.join(page)) else {
+            assert_ne!(page, "README.md", "the crate's README is missing");
+            continue;
+        };
+        let mut configs = 0;
+        for block in text.split("```json\n").skip(1) {
             let json = block.split("```").next().unwrap();
-            assert!(!read(json).method_configs().is_empty(), "{json}");
+            assert!(!read(json).method_configs().is_empty(), "{page}: {json}");
             configs += 1;
         }
+        assert!(configs >= 1 || !shows_one, "no service config in {page}");
     }
-    assert!(configs >= 1, "no service config in the READMEs");
 }
 
 #[test]

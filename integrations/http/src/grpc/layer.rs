@@ -1,11 +1,13 @@
 //! [`GrpcHedgeLayer`]: which methods are hedged, by which policy, with which verdicts.
 
 use std::fmt;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use hedging::Policy;
 
 use crate::body::DEFAULT_MAX_REPLAY_BYTES;
+use crate::key::KeyBy;
 
 use super::methods::{MethodNameError, Routes};
 use super::scope::OutOfScope;
@@ -57,6 +59,15 @@ struct Entry<T> {
 /// # let _ = layer;
 /// ```
 ///
+/// # Keys
+///
+/// On a policy with [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), each call
+/// is keyed by its full method path, a `&str` (`"/shop.Catalog/Get"`), so one layer over
+/// a fast method and a slow one learns a delay per method:
+/// `policy.delay_for("/shop.Catalog/Get")` is the delay such a call gets now.
+/// [`key_by`](GrpcHedgeLayer::key_by) keys otherwise. On a policy without keys the key is
+/// never hashed.
+///
 /// With the feature `service-config`, `GrpcHedgeLayer::from_service_config` builds the
 /// layer from gRPC's service config instead: a policy per method config, each method
 /// hedged by the most specific one (see [the module docs](super#service-config)).
@@ -86,6 +97,7 @@ pub struct GrpcHedgeLayer<T> {
     entries: Arc<[Entry<T>]>,
     pub(crate) max_replay_bytes: usize,
     pub(crate) out_of_scope: Arc<OutOfScope>,
+    pub(crate) key_by: KeyBy<T>,
 }
 
 impl<T> GrpcHedgeLayer<T> {
@@ -99,6 +111,7 @@ impl<T> GrpcHedgeLayer<T> {
             entries: Arc::new([]),
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             out_of_scope: Arc::new(OutOfScope::default()),
+            key_by: KeyBy::default_key(),
         }
     }
 
@@ -168,6 +181,7 @@ impl<T> GrpcHedgeLayer<T> {
     fn routed(mut self, routes: Routes<Route>) -> Self {
         self.routes = Arc::new(routes);
         self.entries = Arc::new([]);
+        self.out_of_scope = Arc::new(OutOfScope::default());
         self
     }
 
@@ -182,6 +196,33 @@ impl<T> GrpcHedgeLayer<T> {
     }
 
     crate::accessors::define_layer_settings!(max_replay_bytes);
+
+    /// Keys each call by what `key` makes of its request's head, replacing the default
+    /// key, the call's full method path (see [Keys](Self#keys)). Called for every call the
+    /// layer hedges; its key is hashed only on a policy with keys.
+    ///
+    /// ```
+    /// # use hedging::{timer::ManualTimer, Policy};
+    /// # use hedging_http::grpc::GrpcHedgeLayer;
+    /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
+    /// // One delay per method and tenant, as the client names its tenant in a header.
+    /// let layer = GrpcHedgeLayer::new(policy)
+    ///     .all_methods()
+    ///     .key_by(|head: &http::request::Parts| {
+    ///         let tenant = head.headers.get("x-tenant").map(|t| t.as_bytes().to_vec());
+    ///         (head.uri.path().to_owned(), tenant)
+    ///     });
+    /// # let _ = layer;
+    /// ```
+    pub fn key_by<Q, F>(mut self, key: F) -> Self
+    where
+        Q: Hash,
+        F: Fn(&http::request::Parts) -> Q + Send + Sync + 'static,
+        T: 'static,
+    {
+        self.key_by = KeyBy::custom(key);
+        self
+    }
 
     /// The layer's own policy: the one the methods named by
     /// [`methods`](GrpcHedgeLayer::methods) are hedged by, and the one that counts the
@@ -208,6 +249,29 @@ impl<T> GrpcHedgeLayer<T> {
     pub fn policy_for(&self, method: &str) -> Option<&Policy<T>> {
         let route = self.routes.find_method(method)?;
         self.hedged_by(route).map(|(policy, _)| policy)
+    }
+
+    /// The methods (`package.Service/Method`) that no name of the layer matched, so their
+    /// calls went straight to the inner service, unhedged: each once, first seen first,
+    /// from every clone of the layer and every service it made. At most
+    /// 64 are kept (later ones are counted in `out_of_scope` only); a call in scope never
+    /// touches the list.
+    ///
+    /// On a layer made by `from_service_config` (feature `service-config`), each is also a
+    /// `WARN` event, with the feature `tracing` (on by default), the first time the layer
+    /// sees it: a name misspelt in a service config is otherwise silent. Other layers say it
+    /// in an `INFO` event.
+    ///
+    /// ```
+    /// # use hedging::{timer::ManualTimer, Policy};
+    /// # use hedging_http::grpc::GrpcHedgeLayer;
+    /// # let policy = Policy::builder().timer(ManualTimer::new()).build();
+    /// let layer = GrpcHedgeLayer::new(policy).methods(["helloworld.Greeter/SayHelo"]);
+    /// // ... calls to /helloworld.Greeter/SayHello, sent unhedged ...
+    /// assert!(layer.unmatched().is_empty(), "no call seen yet");
+    /// ```
+    pub fn unmatched(&self) -> Vec<String> {
+        self.out_of_scope.unmatched()
     }
 
     /// Every policy of the layer, each once: its own first, then a service config's, one
@@ -246,7 +310,9 @@ impl<T: hedging::timer::Timer> GrpcHedgeLayer<T> {
     ///
     /// A method whose method config has no `hedgingPolicy`, or that no name matches, is
     /// sent once, straight to the inner service, and counted in the `out_of_scope` of the
-    /// layer's own [`policy`](GrpcHedgeLayer::policy), which hedges nothing.
+    /// layer's own [`policy`](GrpcHedgeLayer::policy), which hedges nothing. One that no
+    /// name matches is a `WARN` event the first time the layer sees it (feature `tracing`),
+    /// and listed by [`unmatched`](GrpcHedgeLayer::unmatched).
     ///
     /// ```
     /// use hedging::timer::TokioTimer;
@@ -301,6 +367,7 @@ impl<T: hedging::timer::Timer> GrpcHedgeLayer<T> {
         GrpcHedgeLayer {
             routes: Arc::new(routes),
             entries: entries.into(),
+            out_of_scope: Arc::new(OutOfScope::of_service_config()),
             ..GrpcHedgeLayer::new(policy)
         }
     }
@@ -315,6 +382,7 @@ impl<T> Clone for GrpcHedgeLayer<T> {
             entries: Arc::clone(&self.entries),
             max_replay_bytes: self.max_replay_bytes,
             out_of_scope: Arc::clone(&self.out_of_scope),
+            key_by: self.key_by.clone(),
         }
     }
 }
@@ -336,6 +404,7 @@ impl<T: fmt::Debug> fmt::Debug for GrpcHedgeLayer<T> {
             .field("routes", &self.routes)
             .field("entries", &self.entries)
             .field("max_replay_bytes", &self.max_replay_bytes)
+            .field("key", &self.key_by)
             .finish_non_exhaustive()
     }
 }

@@ -20,16 +20,15 @@
 //! | the call's deadline spans every attempt | each copy's `grpc-timeout` is what is left of the call's; no copy starts once it has run out |
 //! | `retryThrottling` (`maxTokens`, `tokenRatio`) | the core's `Budget::throttling(max_tokens, token_ratio)`, given to the policy |
 //! | buffer limits; a call that outgrows them commits | [`max_replay_bytes`](GrpcHedgeLayer::max_replay_bytes): a larger or still-streaming request body is sent once |
-//!
+//! | hedges sent to distinct backends | a [`Replicas`](hedging::tower::Replicas) set as the inner service, one `Channel` per backend: copy k of a call goes to replica `(first + k) mod n` (see [Copies to replicas](crate#copies-to-replicas)) |
 //! | a policy per method, from the service config's JSON | feature `service-config`: `ServiceConfig::from_json` and `GrpcHedgeLayer::from_service_config` (see [Service config](#service-config)) |
 //!
 //! Not implemented: A6's `retryPolicy` (retries with exponential backoff and
 //! `retryableStatusCodes`: this crate hedges); transparent retries (a transport error
 //! here is a failed copy, counted against `maxAttempts` and throttling, as
 //! `UNAVAILABLE`); throttling by the calls of methods that are not hedged (they bypass
-//! the race, so their outcomes are not seen); sending hedges to distinct backends (the
-//! inner service's load balancer decides); `grpc-previous-rpc-attempts` in the response
-//! metadata the caller sees.
+//! the race, so their outcomes are not seen); `grpc-previous-rpc-attempts` in the
+//! response metadata the caller sees.
 //!
 //! # Retry throttling
 //!
@@ -95,6 +94,7 @@ pub mod tonic;
 
 pub use self::layer::GrpcHedgeLayer;
 pub use self::methods::{MethodNameError, MethodNameFault};
+pub(crate) use self::scope::GrpcThroughHttp;
 pub use self::service::{GrpcHedge, ResponseFuture};
 #[cfg(feature = "service-config")]
 #[cfg_attr(docsrs, doc(cfg(feature = "service-config")))]

@@ -16,7 +16,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::body::ReplayBody;
-use crate::hedge::{copy_request, start, Copies};
+use crate::hedge::{copy_request, replayable, start, Copies};
 use crate::NoHedge;
 
 use super::layer::{GrpcHedgeLayer, Route};
@@ -30,7 +30,9 @@ const PREVIOUS_ATTEMPTS: HeaderName = HeaderName::from_static("grpc-previous-rpc
 ///
 /// It takes `http::Request<B>` and hands the inner service
 /// `http::Request<ReplayBody<B>>`; in front of a tonic `Channel`, map the body into
-/// tonic's (see the [crate docs](crate#grpc-with-tonic)).
+/// tonic's (see the [crate docs](crate#grpc-with-tonic)). A call whose policy is disabled
+/// ([`Policy::set_enabled`](hedging::Policy::set_enabled)) or has one copy is sent as it
+/// was given, its body not read for replay, and still counted in the policy's `calls`.
 pub struct GrpcHedge<S, T> {
     pub(crate) inner: S,
     pub(crate) layer: GrpcHedgeLayer<T>,
@@ -102,22 +104,32 @@ where
                 return ResponseFuture { call };
             }
         };
-        // A call that cannot hedge leaves its body alone.
-        let mut request = request.map(|body| match policy.max_copies() > 1 {
-            true => ReplayBody::read(body, layer.max_replay_bytes),
-            false => ReplayBody::once(body),
-        });
-        if request.body().is_replayable() {
-            let timeout = request.headers().get(GRPC_TIMEOUT);
-            if let Some(timeout) = timeout.and_then(|t| timeout::parse(t.as_bytes())) {
-                request.extensions_mut().insert(CallTimeout(timeout));
-            }
-        }
         let copies = Copies {
             copy: copy_grpc_request::<B>,
             max_copies: MAX_ATTEMPTS,
         };
-        let call = start(&mut self.inner, policy, verdict.clone(), copies, request);
+        let max_replay_bytes = layer.max_replay_bytes;
+        let prepare = |request, may_hedge| {
+            let mut request = replayable(request, may_hedge, max_replay_bytes);
+            if request.body().is_replayable() {
+                let timeout = request.headers().get(GRPC_TIMEOUT);
+                if let Some(timeout) = timeout.and_then(|t| timeout::parse(t.as_bytes())) {
+                    request.extensions_mut().insert(CallTimeout(timeout));
+                }
+            }
+            request
+        };
+        let keyed = layer.key_by.key(policy, request, |request| {
+            policy.key_hash(request.uri().path())
+        });
+        let call = start(
+            &mut self.inner,
+            policy,
+            verdict.clone(),
+            copies,
+            keyed,
+            prepare,
+        );
         ResponseFuture { call }
     }
 }

@@ -50,8 +50,10 @@ mod parse;
 ///   `{"service": "kv.Store"}` for every method of a service, `{}` for every method (the
 ///   default). A call takes the most specific: its method's, else its service's, else the
 ///   default. A name given twice, in one method config or two, and a `method` without a
-///   `service` are rejected. So is a name no call can match: one with a `/`, whitespace
-///   or a control character (gRPC would take it and never match it).
+///   `service` are rejected. So is a name no call can match: a `service` or `method`
+///   with a `/`, whitespace or a control character (gRPC would take it and never match
+///   it), refused by that field and the value written in it
+///   (`methodConfig[0].name[0].method = "/Get" holds a '/': ...`).
 /// - `hedgingPolicy`: `maxAttempts` (required, at least 2; above 5 counts as 5, A6's
 ///   cap), `hedgingDelay` (required, as grpc-java requires it; protobuf's JSON form,
 ///   `"0.1s"`, `"1.000000001s"`, at least `"0s"`, which sends every copy at once) and
@@ -246,7 +248,7 @@ pub struct ServiceConfigError {
 
 impl ServiceConfigError {
     /// The field at fault, as a path into the JSON (`methodConfig[1].name[0]`,
-    /// `retryThrottling.maxTokens`); empty when the text is not a JSON object.
+    /// `methodConfig[0].name[0].method`, `retryThrottling.maxTokens`); empty when the text is not a JSON object.
     pub fn field(&self) -> &str {
         &self.field
     }

@@ -184,6 +184,8 @@ fn name(path: &str, value: &Value) -> Result<String, ServiceConfigError> {
     let name = object(path, value)?;
     let service = string(name, path, "service")?;
     let method = string(name, path, "method")?;
+    part(path, "service", service)?;
+    part(path, "method", method)?;
     let full = match (service, method) {
         ("", "") => return Ok(String::new()),
         ("", method) => {
@@ -202,6 +204,39 @@ fn name(path: &str, value: &Value) -> Result<String, ServiceConfigError> {
             format_args!("{path}: {error}"),
         )),
     }
+}
+
+/// `value`, the `service` or `method` of a name entry at `path`: one segment of a request
+/// path each, so no `/` and no whitespace. Refused by the field and the value as written,
+/// not by the name the two make.
+fn part(path: &str, key: &str, value: &str) -> Result<(), ServiceConfigError> {
+    let field = join(path, key);
+    let fault = if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        "holds whitespace or a control character, which no request path carries".to_owned()
+    } else if value.contains('/') {
+        let segments: Vec<&str> = value.split('/').filter(|s| !s.is_empty()).collect();
+        match (key, segments.as_slice()) {
+            ("service", [service]) => {
+                format!("holds a '/': a service is named without one, as {service:?}")
+            }
+            ("service", [service, method]) => format!(
+                "holds a '/': the method goes in its own field, as \
+                 {{\"service\": {service:?}, \"method\": {method:?}}}"
+            ),
+            ("service", _) => {
+                "holds a '/': a service is named without one, as \"package.Service\"".to_owned()
+            }
+            (_, [.., method]) => format!(
+                "holds a '/': a method is named alone, without its service or a '/', as \
+                 {method:?}"
+            ),
+            (_, []) => "holds a '/': a method is named alone, without a '/'".to_owned(),
+        }
+    } else {
+        return Ok(());
+    };
+    let message = format_args!("{field} = {value:?} {fault}");
+    Err(ServiceConfigError::new(&field, message))
 }
 
 fn hedging_policy(path: &str, value: &Value) -> Result<HedgingPolicy, ServiceConfigError> {
