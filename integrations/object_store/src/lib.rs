@@ -34,22 +34,60 @@
 //! |---|---|
 //! | [`head`](object_store::ObjectStoreExt::head) | through the answer |
 //! | [`get_range`](object_store::ObjectStoreExt::get_range), [`get_opts`](ObjectStore::get_opts), [`get`](object_store::ObjectStoreExt::get) answering at most [`buffer_limit`](HedgedStore::buffer_limit) bytes (1 MiB by default) | through the last byte: each copy reads its whole body, so a body that stalls halfway is hedged too |
-//! | the same, answering more than the limit | to the first byte: the first copy whose body yields its first bytes wins, and the rest of its body streams from that copy alone |
-//! | [`get_ranges`](ObjectStore::get_ranges) | through the last byte of every range |
+//! | the same, answering more than the limit | to the first byte, then through the last byte by [resuming](#resuming-a-stalled-body): a body that stalls is raced by a ranged read of the rest of the same object version. With [`resume_stalls(false)`](HedgedStore::resume_stalls), to the first byte only |
+//! | [`get_ranges`](ObjectStore::get_ranges) | each range (as `object_store` coalesces them) a read of its own, as above |
 //! | writes, lists, deletes, copies, renames | not at all: forwarded to the inner store |
 //!
 //! Each read is a call, counted in the policy's `calls`. Every other method is outside
 //! the store's scope: forwarded as it is, and counted once per call of the method in
 //! the policy's [`out_of_scope`](hedging::Stats::out_of_scope) (however many requests
 //! the inner store makes for it: a multipart upload's parts, a list's pages), so
-//! `hedges / calls` is the extra requests per read. The rule is every integration's:
+//! `hedges / calls` is the extra requests per call (a read, or the resume race of a
+//! stalled read). The rule is every integration's:
 //! [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 //!
 //! A read answering more than the limit is not buffered: once its first bytes arrive it
-//! is committed to one copy, and a stall later in its body is not hedged. Whether a read
-//! is buffered is decided by the size of the answer each copy receives (its byte range),
-//! so a whole-object `get` of a small object is buffered too. While racing, every copy in
-//! flight may hold up to the limit in memory.
+//! is committed to one copy, whose body streams to the caller as it comes. Whether a
+//! read is buffered is decided by the size of the answer each copy receives (its byte
+//! range), so a whole-object `get` of a small object is buffered too. While racing, every
+//! copy in flight may hold up to the limit in memory.
+//!
+//! # Resuming a stalled body
+//!
+//! The body of a read answering more than the limit is watched while its reader waits
+//! for it. It is **stalled** when it has yielded nothing for its read's current delay
+//! ([`delay_for`](Policy::delay_for) of the read's key, the policy's
+//! [`delay`](Policy::delay) without keys) *and* for more than 4 times its mean wait per chunk so far
+//! (the reader's waits, from asking for a chunk to getting it, on the policy's timer,
+//! over every copy of the read; before its second chunk a body has no pace, and the
+//! delay alone decides). So a body that is slow but steady is not stalled, and a reader
+//! that is slower than its body never waits at all.
+//!
+//! A stall is raced as a hedged call of its own, by the policy: the stalled body's next
+//! chunk is its original, and a ranged read of the rest is its hedge, from the first
+//! byte the caller has not received, with `If-Match` set to the first answer's ETag (and
+//! the first answer's version, where the store has versions). The hedge starts the
+//! read's delay (its key's, on a policy with keys) after the stall unless the body
+//! yields first, and asks the budget;
+//! whichever yields next continues, the other is dropped (over HTTP/1.1, its connection
+//! closed). The caller gets every byte once, in order, in the chunks the copy it came
+//! from yielded; each copy holds at most the one chunk it is yielding.
+//!
+//! - An object that changed meanwhile ends the read with
+//!   [`Error::Precondition`], never with bytes of two
+//!   versions: the store refuses the `If-Match`, or, where a store ignores it, the
+//!   resume's ETag or version differs from the first answer's.
+//! - A read's copies, the first answer's and every resume, stay within the policy's
+//!   `max_copies`: once they are spent, the body is no longer watched. A resume the
+//!   budget refuses leaves the body as it was, racing alone until it yields.
+//! - Each race is counted as a call: the resume in `hedges`, in `hedge_wins` if it won.
+//! - An answer with neither an ETag nor a version is not resumed (nothing says the rest
+//!   would be the same object), nor is a read under a policy without a current delay
+//!   (`fallback`, `delay_fn`) or [disabled](Policy::set_enabled).
+//!
+//! The watch is one sleep of the policy's timer per read, re-armed for each wait; the
+//! race is the core's. A read whose body flows is one call: no race is made for it, and
+//! an adaptive delay learns from reads, not from the gaps between chunks.
 //!
 //! # Verdicts
 //!
@@ -63,24 +101,33 @@
 //! held for it, so the next copy starts at once if one may, and on the last copy the
 //! read ends at once.
 //!
-//! # One policy per kind of read
+//! # A delay per size of read
 //!
 //! A HEAD, a 64 KiB range and a 1 GiB scan have different latencies; an
 //! [adaptive delay](hedging::PolicyBuilder::adaptive_delay) fed by all three would hedge
-//! the small reads too late and the large ones too early. Give each kind its own store
-//! and policy over one shared inner store (`Arc<S>` is an `ObjectStore` too):
+//! the small reads too late and the large ones too early. On a policy with
+//! [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), each read is keyed by its
+//! [`SizeClass`] (the bytes it asks for, rounded up to a power of two; a `head` class
+//! `0`), so one store learns a delay per class: `policy.delay_for(&4096_u64)` is the one
+//! a 4 KiB read gets now. [`key_by`](HedgedStore::key_by) keys otherwise (by table, by
+//! prefix). Stores that want another quantile or buffer limit still take a store and
+//! policy each, over one shared inner store (`Arc<S>` is an `ObjectStore` too):
 //!
 //! ```
-//! # use std::{sync::Arc, time::Duration};
+//! # use std::sync::Arc;
 //! # use hedging::{timer::TokioTimer, Policy};
 //! # use hedging_object_store::HedgedStore;
 //! # use object_store::memory::InMemory;
 //! let policy = |name, quantile| {
-//!     Policy::builder().name(name).adaptive_delay(quantile).timer(TokioTimer::new()).build()
+//!     Policy::builder()
+//!         .name(name)
+//!         .adaptive_delay(quantile)
+//!         .adaptive_keys(64) // a delay per size class
+//!         .timer(TokioTimer::new())
+//!         .build()
 //! };
 //! let s3 = Arc::new(InMemory::new()); // shared connection pool and credentials
-//! let heads = HedgedStore::new(Arc::clone(&s3), policy("heads", 0.95));
-//! let ranges = HedgedStore::new(Arc::clone(&s3), policy("ranges", 0.95));
+//! let reads = HedgedStore::new(Arc::clone(&s3), policy("reads", 0.95));
 //! let scans = HedgedStore::new(s3, policy("scans", 0.99)).buffer_limit(0);
 //! ```
 //!
@@ -99,18 +146,28 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use hedging::timer::Timer;
-use hedging::{Hedgeable, Policy, Verdict};
+use hedging::{Attempt, Hedgeable, Policy, Verdict};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, Error, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
-    Result,
+    coalesce_ranges, CopyOptions, Error, GetOptions, GetResult, ListResult, MultipartUpload,
+    ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult, RenameOptions, Result, OBJECT_STORE_COALESCE_DEFAULT,
 };
+
+use crate::read_ahead::{Body, ReadAhead};
+use crate::resume::{Resuming, Source};
+
+mod key;
+mod read_ahead;
+mod resume;
+
+pub use crate::key::{ReadKey, SizeClass};
 
 /// The core crate, re-exported: name [`Policy`], the timers and [`Stats`](hedging::Stats)
 /// through it (`hedging_object_store::hedging::Policy`), and they are always the version
@@ -131,20 +188,73 @@ pub const DEFAULT_BUFFER_LIMIT: usize = 1 << 20;
 /// let store = HedgedStore::new(InMemory::new(), policy).buffer_limit(256 * 1024);
 /// assert_eq!(store.to_string(), "HedgedStore(InMemory)");
 /// ```
-#[derive(Debug)]
-pub struct HedgedStore<S, T> {
-    inner: S,
+///
+/// `K` is what each read is keyed by, for a policy with
+/// [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys): its [`SizeClass`] unless
+/// [`key_by`](Self::key_by) says otherwise.
+pub struct HedgedStore<S, T, K = SizeClass> {
+    inner: Arc<S>,
     policy: Policy<T>,
     buffer_limit: usize,
+    resume_stalls: bool,
+    key: K,
 }
 
 impl<S, T> HedgedStore<S, T> {
-    /// Hedges the reads of `inner` by `policy`, buffering answers of up to 1 MiB.
+    /// Hedges the reads of `inner` by `policy`, buffering answers of up to 1 MiB, each
+    /// read keyed by its [`SizeClass`].
     pub fn new(inner: S, policy: Policy<T>) -> Self {
         HedgedStore {
-            inner,
+            inner: Arc::new(inner),
             policy,
             buffer_limit: DEFAULT_BUFFER_LIMIT,
+            resume_stalls: true,
+            key: SizeClass,
+        }
+    }
+}
+
+impl<S, T, K> HedgedStore<S, T, K> {
+    /// Keys each read by `key(location, options)` instead of its [`SizeClass`]: with a
+    /// policy with [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), reads of one
+    /// key hedge at a delay learnt from their own latencies, which
+    /// [`Policy::delay_for`] tells with the same value. `key` gets the read's location
+    /// and the options the caller gave (a `head` has `options.head`; each coalesced range
+    /// of `get_ranges`, its own range), and returns any owned [`Hash`](core::hash::Hash)
+    /// value: a `String`, a `u64`, a `&'static str`, a tuple. A resume of the read's
+    /// stalled body carries the same key.
+    ///
+    /// `key` is called once per read, also on a policy without keys (where its key is
+    /// never hashed and changes nothing): keep it cheap.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use hedging::{timer::TokioTimer, Policy};
+    /// # use hedging_object_store::HedgedStore;
+    /// # use object_store::memory::InMemory;
+    /// let policy = Policy::builder()
+    ///     .adaptive_delay(0.95)
+    ///     .adaptive_keys(16)
+    ///     .timer(TokioTimer::new())
+    ///     .build();
+    /// // One delay per table, whatever the size of the read.
+    /// let store = HedgedStore::new(InMemory::new(), policy).key_by(|location, _options| {
+    ///     location.parts().next().map(|table| table.as_ref().to_owned())
+    /// });
+    /// let delay = store.policy().delay_for(&Some("orders".to_owned()));
+    /// assert_eq!(delay, Some(Duration::from_millis(10))); // the fixed delay, until it learns
+    /// ```
+    pub fn key_by<F, Q>(self, key: F) -> HedgedStore<S, T, F>
+    where
+        F: Fn(&Path, &GetOptions) -> Q + Send + Sync + 'static,
+        Q: core::hash::Hash + Send + Sync + 'static,
+    {
+        HedgedStore {
+            inner: self.inner,
+            policy: self.policy,
+            buffer_limit: self.buffer_limit,
+            resume_stalls: self.resume_stalls,
+            key,
         }
     }
 
@@ -154,6 +264,15 @@ impl<S, T> HedgedStore<S, T> {
     /// (empty answers and HEADs are always read to their end).
     pub fn buffer_limit(mut self, bytes: usize) -> Self {
         self.buffer_limit = bytes;
+        self
+    }
+
+    /// Whether the body of a read answering more than the buffer limit is resumed when
+    /// it stalls: a ranged read of the rest of the same object version races the stalled
+    /// body, as a hedge (see the [crate docs](crate#resuming-a-stalled-body)). Default
+    /// `true`; `false` hedges such reads to their first byte only.
+    pub fn resume_stalls(mut self, resume: bool) -> Self {
+        self.resume_stalls = resume;
         self
     }
 
@@ -168,105 +287,73 @@ impl<S, T> HedgedStore<S, T> {
     }
 }
 
-impl<S: fmt::Display, T> fmt::Display for HedgedStore<S, T> {
+impl<S: fmt::Display, T, K> fmt::Display for HedgedStore<S, T, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "HedgedStore({})", self.inner)
     }
 }
 
-/// What a copy of `get_opts` reads before it can win: the whole body when it is small,
-/// else its first bytes and the stream of the rest.
-struct ReadAhead {
-    meta: ObjectMeta,
-    range: Range<u64>,
-    attributes: object_store::Attributes,
-    extensions: object_store::Extensions,
-    body: Body,
+/// Whatever the key is: a closure need not be `Debug`.
+impl<S: fmt::Debug, T: fmt::Debug, K> fmt::Debug for HedgedStore<S, T, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgedStore")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy)
+            .field("buffer_limit", &self.buffer_limit)
+            .field("resume_stalls", &self.resume_stalls)
+            .finish_non_exhaustive()
+    }
 }
 
-enum Body {
-    Whole(Bytes),
-    Started {
+impl<S, T, K> HedgedStore<S, T, K>
+where
+    S: ObjectStore,
+    K: ReadKey,
+    T: Timer + fmt::Debug + Send + Sync + 'static,
+    T::Sleep: Send,
+{
+    /// The body of `read`, its `first` chunk delivered, the `rest` resumed (by races
+    /// keyed by `key`) when it stalls; as it came if the answer names no version to
+    /// resume from.
+    #[allow(clippy::too_many_arguments)] // one private call site; a struct would only rename them
+    fn resuming(
+        &self,
+        location: &Path,
+        options: GetOptions,
+        key: K::Key,
+        read: &ReadAhead,
         first: Bytes,
         rest: BoxStream<'static, Result<Bytes>>,
-    },
-}
-
-impl ReadAhead {
-    /// Reads `result`'s body to its end if it answers at most `limit` bytes (or is a
-    /// HEAD), else up to its first non-empty chunk.
-    async fn read(mut result: GetResult, limit: u64, head: bool) -> Result<Self> {
-        let answer_len = result.range.end.saturating_sub(result.range.start);
-        let meta = result.meta.clone();
-        let range = result.range.clone();
-        let attributes = std::mem::take(&mut result.attributes);
-        let extensions = std::mem::take(&mut result.extensions);
-        // `into_stream` reads a local file in chunks; any other payload is already a stream.
-        let mut stream = result.into_stream();
-        let body = if head || answer_len <= limit {
-            // A body of one chunk is kept as it came; only a second chunk makes a copy.
-            let (mut first, mut joined) = (Bytes::new(), None::<BytesMut>);
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk?;
-                match &mut joined {
-                    Some(joined) => joined.extend_from_slice(&chunk),
-                    None if first.is_empty() => first = chunk,
-                    None => {
-                        // The range may overstate a HEAD's (empty) body; never reserve
-                        // more than the limit.
-                        let mut both = BytesMut::with_capacity(answer_len.min(limit) as usize);
-                        both.extend_from_slice(&first);
-                        both.extend_from_slice(&chunk);
-                        joined = Some(both);
-                    }
-                }
-            }
-            Body::Whole(joined.map_or(first, BytesMut::freeze))
-        } else {
-            loop {
-                match stream.next().await {
-                    Some(Ok(chunk)) if chunk.is_empty() => continue,
-                    Some(Ok(first)) => {
-                        break Body::Started {
-                            first,
-                            rest: stream,
-                        }
-                    }
-                    Some(Err(error)) => return Err(error),
-                    None => break Body::Whole(Bytes::new()),
-                }
-            }
-        };
-        Ok(ReadAhead {
-            meta,
-            range,
-            attributes,
-            extensions,
-            body,
-        })
-    }
-
-    /// The winner as the caller's `GetResult`, its body replayed from what was read.
-    fn into_result(self) -> GetResult {
-        let stream = match self.body {
-            Body::Whole(whole) if whole.is_empty() => stream::empty().boxed(),
-            Body::Whole(whole) => stream::once(async move { Ok(whole) }).boxed(),
-            Body::Started { first, rest } => {
-                stream::once(async move { Ok(first) }).chain(rest).boxed()
-            }
-        };
-        GetResult {
-            payload: GetResultPayload::Stream(stream),
-            meta: self.meta,
-            range: self.range,
-            attributes: self.attributes,
-            extensions: self.extensions,
+        copies_left: usize,
+    ) -> BoxStream<'static, Result<Bytes>> {
+        let (e_tag, version) = (read.meta.e_tag.clone(), read.meta.version.clone());
+        if e_tag.is_none() && version.is_none() {
+            return ReadAhead::replayed(Body::Started { first, rest });
         }
+        let source = Source {
+            inner: Arc::clone(&self.inner),
+            location: location.clone(),
+            options,
+            e_tag,
+            version,
+            key,
+        };
+        let delivered = first.len() as u64;
+        let policy = self.policy.clone();
+        let body = Resuming::new(
+            source,
+            policy,
+            rest,
+            read.range.clone(),
+            delivered,
+            copies_left,
+        );
+        stream::once(async move { Ok(first) }).chain(body).boxed()
     }
 }
 
 /// The verdict on one copy of a read: errors another copy would repeat are fatal.
-fn verdict<V>(result: &Result<V>) -> Verdict {
+pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
     match result {
         Ok(_) => Verdict::Win,
         Err(error) if is_fatal(error) => Verdict::Fatal,
@@ -294,9 +381,10 @@ fn is_fatal(error: &Error) -> bool {
 
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
-impl<S, T> ObjectStore for HedgedStore<S, T>
+impl<S, T, K> ObjectStore for HedgedStore<S, T, K>
 where
     S: ObjectStore,
+    K: ReadKey,
     T: Timer + fmt::Debug + Send + Sync + 'static,
     T::Sleep: Send,
 {
@@ -322,8 +410,12 @@ where
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let limit = u64::try_from(self.buffer_limit).unwrap_or(u64::MAX);
         let head = options.head;
+        // Hashed only if the read makes its race, on a policy with keys.
+        let key = self.key.key(location, &options);
         let inner = &self.inner;
-        let read = (|| {
+        let mut copies_started = 0;
+        let mut read = (|attempt: Attempt| {
+            copies_started = attempt.index() + 1;
             let options = options.clone();
             async move {
                 let result = inner.get_opts(location, options).await?;
@@ -332,16 +424,23 @@ where
         })
         .hedged(&self.policy)
         .classify(verdict)
+        .key(&key)
         .await?;
-        Ok(read.into_result())
+        let stream = match read.take_body() {
+            Body::Started { first, rest } if self.resume_stalls => {
+                let copies_left = self.policy.max_copies().saturating_sub(copies_started);
+                self.resuming(location, options, key, &read, first, rest, copies_left)
+            }
+            body => ReadAhead::replayed(body),
+        };
+        Ok(read.into_result(stream))
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let inner = &self.inner;
-        (|| inner.get_ranges(location, ranges))
-            .hedged(&self.policy)
-            .classify(verdict)
-            .await
+        // Each coalesced range is a read of its own, hedged (and resumed) as any other,
+        // and keyed by its own range.
+        let read = |range| self.get_range(location, range);
+        coalesce_ranges(ranges, read, OBJECT_STORE_COALESCE_DEFAULT).await
     }
 
     fn delete_stream(

@@ -277,9 +277,9 @@ async fn a_read_over_the_buffer_limit_is_hedged_to_its_first_byte() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_read_over_the_buffer_limit_commits_at_its_first_byte() {
+async fn a_read_over_the_buffer_limit_with_resume_off_commits_at_its_first_byte() {
     let (store, flaky, path, object) = store_with_object(FirstRead::StallsItsBody, 4096).await;
-    let store = store.buffer_limit(1024);
+    let store = store.buffer_limit(1024).resume_stalls(false);
 
     let started = Instant::now();
     let (result, answered_after) = read_all_4096(&store, &path).await;
@@ -297,6 +297,29 @@ async fn a_read_over_the_buffer_limit_commits_at_its_first_byte() {
     );
     assert_eq!(flaky.reads_of(&path), 1);
     assert_eq!(stats_of(&store).hedges, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_body_over_the_buffer_limit_is_resumed() {
+    let (store, flaky, path, object) = store_with_object(FirstRead::StallsItsBody, 4096).await;
+    let store = store.buffer_limit(1024);
+
+    let started = Instant::now();
+    let (result, answered_after) = read_all_4096(&store, &path).await;
+    assert_eq!(answered_after, Duration::ZERO);
+    assert_eq!(
+        result.bytes().await.unwrap(),
+        object,
+        "every byte once, in order"
+    );
+    assert_eq!(
+        started.elapsed(),
+        2 * DELAY,
+        "quiet for the delay, then a resume raced the body for one more"
+    );
+    assert_eq!(flaky.reads_of(&path), 2);
+    let stats = stats_of(&store);
+    assert_eq!((stats.hedges, stats.hedge_wins), (1, 1));
 }
 
 #[tokio::test(start_paused = true)]

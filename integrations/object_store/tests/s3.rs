@@ -3,13 +3,16 @@
 //! the first read of each object. What reaches the server is counted at the proxy; time
 //! is virtual.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use hedging_object_store::HedgedStore;
 use hedging_test_server::s3::S3;
-use hedging_test_server::{Answer, Behavior, Hold, VirtualClock};
+use hedging_test_server::{until, Answer, Behavior, Hold, Pace, VirtualClock};
 use http::Method;
 use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
@@ -78,4 +81,140 @@ async fn an_amazon_s3_loser_closes_its_connection_and_the_server_sees_it() {
     );
     assert_eq!(proxy.connections(), 2, "the original's and the hedge's");
     assert_eq!(store.policy().stats().hedge_wins, 1);
+}
+
+const BIG: &str = "/hedging/data/big.bin";
+const SIZE: usize = 256 * 1024;
+const STALL_AT: u64 = 100_000;
+
+fn big(version: u8) -> Bytes {
+    (0..SIZE)
+        .map(|i| ((i % 251) as u8).wrapping_add(version))
+        .collect()
+}
+
+/// Each read's first GET stalls `STALL_AT` bytes into its body, until released or
+/// dropped; a resume (it has `If-Match`) does not.
+fn first_body_stalls() -> Behavior {
+    Arc::new(|arrival| {
+        let first = arrival.method == Method::GET && arrival.header("if-match").is_none();
+        let stall = Pace::StallAfter {
+            bytes: STALL_AT,
+            hold: Hold::Released,
+        };
+        Answer::ok().pace(if first { stall } else { Pace::Whole })
+    })
+}
+
+/// An S3 server holding `data/big.bin` behind a proxy stalling first bodies; a hedged
+/// `AmazonS3` reading it whole, as a stream, on a task: what it read, or its error.
+async fn stalled_s3_read(
+    clock: &VirtualClock,
+) -> (
+    S3,
+    Arc<HedgedStore<common::Counted<object_store::aws::AmazonS3>, hedging::timer::ManualTimer>>,
+    tokio::task::JoinHandle<object_store::Result<Vec<u8>>>,
+) {
+    let s3 = S3::start(first_body_stalls(), clock.clock()).await.unwrap();
+    let location = Path::from("data/big.bin");
+    let direct = s3.direct_store().unwrap();
+    direct
+        .put(&location, PutPayload::from(big(0)))
+        .await
+        .unwrap();
+    let inner = common::Counted::new(s3.store().unwrap());
+    let store = HedgedStore::new(inner, clock.policy(2, DELAY)).buffer_limit(64 * 1024);
+    let store = Arc::new(store);
+    let reading = Arc::clone(&store);
+    let read = tokio::spawn(async move {
+        let mut stream = reading.get(&location).await?.into_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            bytes.extend_from_slice(&chunk?);
+        }
+        Ok(bytes)
+    });
+    (s3, store, read)
+}
+
+/// Waits until the reader has every byte before the stall and waits for more, then lets
+/// the watch find the body stalled and the resume race's hedge go out.
+async fn resume(clock: &VirtualClock, received: impl Fn() -> u64) {
+    until(|| received() == STALL_AT, "the bytes before the stall").await;
+    let timer = clock.timer();
+    let watch = timer.next_deadline().expect("a quiet body is watched");
+    clock.advance(watch - clock.now());
+    let raced = clock.now();
+    until(
+        || timer.next_deadline() == Some(raced + DELAY),
+        "the resume race",
+    )
+    .await;
+    clock.advance(DELAY);
+}
+
+#[tokio::test]
+async fn an_amazon_s3_body_stalled_mid_read_is_resumed_from_where_it_stopped() {
+    let clock = VirtualClock::new();
+    let (s3, store, read) = stalled_s3_read(&clock).await;
+    resume(&clock, || common::received(store.inner())).await;
+
+    assert_eq!(
+        read.await.unwrap().unwrap(),
+        big(0),
+        "every byte once, in order"
+    );
+    let proxy = &s3.proxy;
+    let seen = proxy.arrivals(BIG);
+    assert_eq!(seen.len(), 2, "the first GET and its resume");
+    let rest = format!("bytes={STALL_AT}-{}", SIZE - 1);
+    assert_eq!(seen[1].header("range"), Some(rest.as_str()));
+    assert_eq!(seen[0].header("if-match"), None);
+    let e_tag = seen[1].header("if-match");
+    assert!(
+        e_tag.is_some_and(|tag| tag.starts_with('"')),
+        "the first answer's ETag"
+    );
+    assert!(
+        seen.iter().all(|copy| copy
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
+        "each copy signed with SigV4"
+    );
+    proxy.until_closed(1).await;
+    assert_eq!(
+        proxy.closed_connections(),
+        1,
+        "the stalled body's connection, closed"
+    );
+    let stats = store.policy().stats();
+    assert_eq!((stats.hedges, stats.hedge_wins), (1, 1));
+}
+
+#[tokio::test]
+async fn an_amazon_s3_object_rewritten_between_stall_and_resume_is_a_precondition_error() {
+    let clock = VirtualClock::new();
+    let (s3, store, read) = stalled_s3_read(&clock).await;
+    let received = || common::received(store.inner());
+    until(|| received() == STALL_AT, "the bytes before the stall").await;
+    let direct = s3.direct_store().unwrap();
+    let location = Path::from("data/big.bin");
+    direct
+        .put(&location, PutPayload::from(big(1)))
+        .await
+        .unwrap();
+    resume(&clock, received).await;
+
+    // s3s-fs answers a GET whatever its If-Match says: the resume's ETag, checked
+    // against the first answer's, is what refuses the second version's bytes.
+    let error = read.await.unwrap().unwrap_err();
+    assert!(
+        matches!(error, object_store::Error::Precondition { .. }),
+        "{error}"
+    );
+    assert_eq!(s3.proxy.arrivals(BIG).len(), 2);
+    assert!(
+        s3.proxy.arrivals(BIG)[1].header("if-match").is_some(),
+        "asked for version 1"
+    );
 }
