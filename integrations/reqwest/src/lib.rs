@@ -48,6 +48,13 @@
 //! a call goes to base `(first + k) mod n`, its path and query kept, `first` moving on by
 //! one per call, so a hedge reaches another replica than its original.
 //!
+//! # Keys
+//!
+//! On a policy with [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), each call
+//! is keyed by its URL's `(scheme, authority)`, so one client over a fast API and a slow
+//! one learns a delay per host; [`HedgeMiddleware::key_by`] keys otherwise. See
+//! [Keys](HedgeMiddleware#keys).
+//!
 //! # With `reqwest-retry`
 //!
 //! Middlewares run in the order they are attached, the first outermost. Put the retry
@@ -95,6 +102,7 @@
 #![warn(missing_debug_implementations, unreachable_pub, rust_2018_idioms)]
 
 mod classify;
+mod key;
 mod middleware;
 mod replicas;
 

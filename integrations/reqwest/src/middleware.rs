@@ -2,6 +2,7 @@
 
 use std::convert::Infallible;
 use std::fmt;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,6 +14,7 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
+use crate::key::KeyBy;
 use crate::replicas::Replicas;
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
@@ -40,9 +42,11 @@ use crate::replicas::Replicas;
 /// not those carrying [`NoHedge`](crate::NoHedge). Any other request is outside the
 /// middleware's scope: it passes on to `Next` as if the middleware were not there, and
 /// is counted in the policy's [`out_of_scope`](hedging::Stats::out_of_scope), not in its
-/// `calls`. A request of a hedged method whose body cannot be copied (a stream) is a
-/// call sent once, unhedged, and counted in `calls`; a `Retry-After` on its answer
-/// returns that answer at once, as no copy can follow it. The rule is every
+/// `calls`. While the policy is disabled ([`Policy::set_enabled`]) or has one copy, a
+/// request of a hedged method is sent as it was given (neither it nor its extensions
+/// copied) and counted in `calls`. A request of a hedged method whose body cannot be
+/// copied (a stream) is a call sent once, unhedged, and counted in `calls`; a
+/// `Retry-After` on its answer returns that answer at once, as no copy can follow it. The rule is every
 /// integration's: [which requests are counted](https://docs.rs/hedging-http-rules/latest/hedging_http_rules/#which-requests-are-counted).
 ///
 /// # Copies
@@ -60,11 +64,23 @@ use crate::replicas::Replicas;
 /// `first` moves on by one from call to call: a hedge does not follow its original to
 /// the replica that is slow, and one that refuses connections fails only its own copy
 /// (the next starts at once).
+///
+/// # Keys
+///
+/// On a policy with [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys), each call
+/// is keyed by its target, so one client over a fast API and a slow one learns a delay
+/// per host: the key is `(scheme, authority)`, two `&str`, the authority as the URL keeps
+/// it (host, and port unless it is the scheme's default; credentials left out), taken
+/// before [`replicas`](Self::replicas) sends a copy elsewhere, so every replica of one
+/// target shares its delay. `policy.delay_for(&("http", "10.0.0.1:8080"))` is the delay
+/// such a call gets now. [`key_by`](Self::key_by) keys otherwise. On a policy without
+/// keys the key is never hashed.
 pub struct HedgeMiddleware<T, C = DefaultClassify> {
     policy: Policy<T>,
     methods: HedgedMethods,
     classify: C,
     replicas: Option<Arc<Replicas>>,
+    key_by: KeyBy<T>,
 }
 
 impl<T> HedgeMiddleware<T> {
@@ -75,6 +91,7 @@ impl<T> HedgeMiddleware<T> {
             methods: HedgedMethods::default(),
             classify: DefaultClassify::new(),
             replicas: None,
+            key_by: KeyBy::target(),
         }
     }
 }
@@ -94,6 +111,7 @@ impl<T, C> HedgeMiddleware<T, C> {
             methods: self.methods,
             classify,
             replicas: self.replicas,
+            key_by: self.key_by,
         }
     }
 
@@ -127,6 +145,36 @@ impl<T, C> HedgeMiddleware<T, C> {
         Ok(self)
     }
 
+    /// Keys each call by what `key` makes of its request, replacing the default key, the
+    /// request's target `(scheme, authority)` (see [Keys](Self#keys)). Called for every
+    /// call the middleware hedges, before any copy is sent; its key is hashed only on a
+    /// policy with keys.
+    ///
+    /// ```
+    /// # use hedging::{timer::TokioTimer, Policy};
+    /// # use reqwest_hedging::HedgeMiddleware;
+    /// let policy = Policy::builder()
+    ///     .adaptive_delay(0.95)
+    ///     .adaptive_keys(64)
+    ///     .timer(TokioTimer::new())
+    ///     .build();
+    /// // A delay per host and first path segment: `/search` and `/items` of one API.
+    /// let hedge = HedgeMiddleware::new(policy).key_by(|request: &reqwest::Request| {
+    ///     let url = request.url();
+    ///     let segment = url.path_segments().and_then(|mut s| s.next()).unwrap_or("");
+    ///     (url.host_str().unwrap_or("").to_owned(), segment.to_owned())
+    /// });
+    /// ```
+    pub fn key_by<Q, F>(mut self, key: F) -> Self
+    where
+        Q: Hash,
+        F: Fn(&Request) -> Q + Send + Sync + 'static,
+        T: 'static,
+    {
+        self.key_by = KeyBy::custom(key);
+        self
+    }
+
     /// The policy requests are hedged by; its [`stats`](Policy::stats) count them.
     pub fn policy(&self) -> &Policy<T> {
         &self.policy
@@ -139,6 +187,7 @@ impl<T: fmt::Debug, C> fmt::Debug for HedgeMiddleware<T, C> {
             .field("policy", &self.policy)
             .field("methods", &self.methods.as_slice())
             .field("replicas", &self.replicas.as_ref().map(|r| r.bases()))
+            .field("key", &self.key_by)
             .finish_non_exhaustive()
     }
 }
@@ -173,20 +222,31 @@ where
             send_to(&mut request, 0);
             return next.run(request, extensions).await;
         }
-        // `None` for a streaming body: the original goes alone, and no copy follows it.
-        let template = request.try_clone();
+        // A call that may not hedge (the policy disabled, or one copy) sends its request
+        // and extensions as it was given. `None` for a streaming body too: the original
+        // goes alone, and no copy follows it.
+        let may_hedge = self.policy.is_enabled() && self.policy.max_copies() > 1;
+        // Read before a replica rewrites the URL: the key names the logical target.
+        let key = self.key_by.key(&self.policy, &request);
+        let template = may_hedge.then(|| request.try_clone()).flatten();
         // Told to the race, not found out when a copy is due: a pushback on the only
         // copy then ends the call at once.
         let max_copies = if template.is_some() { usize::MAX } else { 1 };
         let mut original = Some(request);
-        let caller_extensions = extensions.clone();
+        let mut caller_extensions = match template.is_some() {
+            true => extensions.clone(),
+            false => std::mem::take(extensions),
+        };
         let answer = (|attempt: Attempt| {
             let mut request = match original.take() {
                 Some(request) => request,
                 None => template.as_ref()?.try_clone()?,
             };
             send_to(&mut request, attempt.index());
-            let mut copy_extensions = caller_extensions.clone();
+            let mut copy_extensions = match template.is_some() {
+                true => caller_extensions.clone(),
+                false => std::mem::take(&mut caller_extensions),
+            };
             let next = next.clone();
             Some(async move {
                 let result = next.run(request, &mut copy_extensions).await;
@@ -197,6 +257,7 @@ where
             })
         })
         .hedged(&self.policy)
+        .key_hash(key)
         .max_copies(max_copies)
         .classify(|answer: &Result<Answer, Infallible>| match answer {
             Ok(answer) => self.classify.verdict(&answer.result),
