@@ -32,6 +32,7 @@
 //! | `hedging.hedge_wins` | `{call}` | | `hedge_wins`: calls won by a copy other than the first |
 //! | `hedging.budget.denials` | `{hedge}` | | `budget_denied`: copies the budget refused |
 //! | `hedging.out_of_scope` | `{request}` | | `out_of_scope`: requests a layer passed through unhedged, outside its scope (not calls) |
+//! | `hedging.withheld` | `{call}` | | `withheld`: calls whose due hedge was withheld because hedges stopped winning ([`min_win_rate`](hedging::PolicyBuilder::min_win_rate)) |
 //!
 //! And observable gauges, read at collection time, with the same `hedging.policy.name`
 //! attribute:
@@ -205,6 +206,15 @@ where
         "Requests a layer passed through unhedged because they were outside its scope.",
         attributes(None),
         |stats| stats.out_of_scope,
+    );
+    counter(
+        meter,
+        policy,
+        "hedging.withheld",
+        "{call}",
+        "Calls whose due hedge was withheld because recent hedges stopped winning.",
+        attributes(None),
+        |stats| stats.withheld,
     );
     gauges(policy, meter, attributes(None));
 }

@@ -143,6 +143,7 @@ impl Collected {
             hedge_wins: read("hedging.hedge_wins", None),
             budget_denied: read("hedging.budget.denials", None),
             out_of_scope: read("hedging.out_of_scope", None),
+            withheld: read("hedging.withheld", None),
         }
     }
 }
@@ -223,9 +224,38 @@ async fn exported_counters_equal_the_stats_after_a_scripted_run() {
         hedge_wins: 2,
         budget_denied: 1,
         out_of_scope: 2,
+        withheld: 0,
     };
-    assert_eq!(stats, expected, "the script drives every counter");
+    assert_eq!(
+        stats, expected,
+        "the script drives every counter but `withheld`"
+    );
     assert_eq!(collector.collect().stats(Some("scripted")), stats);
+}
+
+#[tokio::test(start_paused = true)]
+async fn withheld_hedges_are_exported() {
+    let collector = Collector::new();
+    // One hedge that loses brings the win rate under 0.99: the next due hedge is withheld.
+    let policy = Policy::builder()
+        .name("withheld")
+        .delay(Duration::from_millis(10))
+        .min_win_rate(0.99)
+        .timer(TokioTimer::new())
+        .build();
+    hedging_opentelemetry::register(&policy, &collector.provider.meter("test"));
+    for _ in 0..2 {
+        let answer = (|a: Attempt| match a.index() {
+            0 => copy(Duration::from_millis(50), Ok(0)),
+            _ => copy(Duration::from_secs(1), Ok(1)),
+        })
+        .hedged(&policy)
+        .await;
+        assert_eq!(answer, Ok(0), "the original wins");
+    }
+    let stats = policy.stats();
+    assert_eq!((stats.hedges, stats.withheld), (1, 1), "{stats:?}");
+    assert_eq!(collector.collect().stats(Some("withheld")), stats);
 }
 
 #[tokio::test(start_paused = true)]
@@ -301,6 +331,7 @@ fn units_follow_the_semantic_conventions() {
         ("hedging.hedge_wins", "{call}"),
         ("hedging.hedges", "{hedge}"),
         ("hedging.out_of_scope", "{request}"),
+        ("hedging.withheld", "{call}"),
     ]
     .into_iter()
     .map(|(name, unit)| (name.to_owned(), unit.to_owned()))
