@@ -35,6 +35,8 @@ if [ ${#cases[@]} -eq 0 ]; then
         pending_once/bare+tokio_sleep pending_once/hedging_tokio
         pending_once/tower_hedge
         hedged/no_budget hedged/budget_0_1 hedged/budget_0_1_burst_10
+        ready/adaptive_unkeyed ready/adaptive_keyed
+        pending_once/adaptive_unkeyed_tokio pending_once/adaptive_keyed_tokio
     )
 fi
 

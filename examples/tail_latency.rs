@@ -1,8 +1,9 @@
 //! The tail-latency lab: what hedging does to p50/p99/p99.9 on four simulated workloads,
 //! with a fixed delay and an adaptive one, with and without a 10% budget, beside the ideal
-//! model (the same samples, zero overhead); and on a fifth, a cluster of queueing
-//! replicas swept from 10% to 90% load, where extra copies are real load and tied
-//! requests join the rows.
+//! model (the same samples, zero overhead); on two clusters of queueing replicas swept
+//! from 10% to 90% load, where extra copies are real load and tied requests join the
+//! rows; on one client over two backends, with a delay learnt per host; and on slowness
+//! the request carries, where `min_win_rate` withholds the hedges that cannot win.
 //!
 //! ```sh
 //! cargo run --release --example tail_latency                          # simulated, deterministic
@@ -51,10 +52,22 @@ fn main() {
     println!("{}", lab::queue_table(&queueing, &aborted, true));
     let paused = lab::run_paused();
     println!("{}", lab::queue_table(&paused, &paused.levels, false));
+    let two_hosts = lab::run_two_hosts();
+    println!("{}", lab::keyed_table(&two_hosts));
+    let (heavy, switch) = (lab::run_heavy(), lab::run_switch());
+    println!("{}", lab::heavy_table(&heavy));
+    println!("{}", lab::heavy_table(&switch));
+    let withheld = lab::run_withheld(&reports, &[&queueing, &paused]);
+    println!("{}", lab::withheld_table(&withheld));
     println!("Acceptance:");
     let mut all_hold = true;
     let checks = reports.iter().map(|report| &report.checks);
-    for checks in checks.chain([&queueing.checks, &paused.checks]) {
+    let keyed = two_hosts.iter().map(|report| &report.checks);
+    for checks in checks
+        .chain([&queueing.checks, &paused.checks])
+        .chain(keyed)
+        .chain([&heavy.checks, &switch.checks, &withheld.checks])
+    {
         print!("{}", lab::acceptance(checks));
         all_hold &= checks.iter().all(|check| check.holds);
     }
@@ -197,6 +210,7 @@ mod real {
             calls: stats.calls,
             extra_copies: stats.hedges,
             budget_denied: stats.budget_denied,
+            withheld: stats.withheld,
             per_second: Vec::new(),
         }
     }

@@ -7,7 +7,7 @@
 //!
 //! runs every case under criterion, then measures allocations per call (a counting
 //! global allocator), the hedge's launch lateness under a real clock, and future sizes,
-//! and prints one markdown table of medians and ratios (README, "Performance").
+//! and prints one markdown table of medians and ratios (docs/performance.md, "Time").
 //!
 //! `HEDGING_BENCH_PROFILE=<case> HEDGING_BENCH_ITERS=<n>` runs one case `n` times and
 //! nothing else, for `valgrind --tool=callgrind` (see `benches/instructions.sh`).

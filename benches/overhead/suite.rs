@@ -141,6 +141,20 @@ pub(crate) fn ready_cases(suite: &mut Suite) {
         drive((|| ready_reply(black_box(7))).hedged(&two_tokio))
     });
 
+    // A keyed call on a policy with keys, against the same call unkeyed: the key is
+    // looked up only by a race, so the ready path does the hash alone.
+    let keyed = keyed_policy(TokioTimer::new());
+    suite.hedged_case(("ready/adaptive_unkeyed", BARE, None, None), &keyed, || {
+        drive((|| ready_reply(black_box(7))).hedged(&keyed))
+    });
+    suite.hedged_case(("ready/adaptive_keyed", BARE, None, None), &keyed, || {
+        drive(
+            (|| ready_reply(black_box(7)))
+                .hedged(&keyed)
+                .key(black_box(KEY)),
+        )
+    });
+
     let mut tower = tower_hedge(tower::service_fn(|key: u64| ready_reply(key)));
     suite.case(("ready/tower_hedge", BARE, None, Some(OURS)), || {
         call_service(&mut tower, black_box(7)).map_err(drop)
@@ -216,6 +230,27 @@ pub(crate) fn pending_once_cases(suite: &mut Suite) {
     });
     suite.hedged_case((OURS, BARE, Some(TOKIO), None), &tokio, || {
         drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(&tokio))
+    });
+
+    // The armed path of an adaptive delay with keys: unkeyed, the policy-wide estimate;
+    // keyed, the key's own, looked up for the delay and again for the record.
+    let keyed = keyed_policy(TokioTimer::new());
+    let row = (
+        "pending_once/adaptive_unkeyed_tokio",
+        BARE,
+        Some(TOKIO),
+        None,
+    );
+    suite.hedged_case(row, &keyed, || {
+        drive((|| PendingOnce::new(Ok(black_box(7)))).hedged(&keyed))
+    });
+    let row = ("pending_once/adaptive_keyed_tokio", BARE, Some(TOKIO), None);
+    suite.hedged_case(row, &keyed, || {
+        drive(
+            (|| PendingOnce::new(Ok(black_box(7))))
+                .hedged(&keyed)
+                .key(black_box(KEY)),
+        )
     });
 
     let mut tower = tower_hedge(tower::service_fn(|key: u64| PendingOnce::new(Ok(key))));

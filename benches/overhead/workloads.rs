@@ -87,6 +87,21 @@ pub(crate) fn policy<T: Timer>(max_copies: usize, timer: T) -> Policy<T> {
         .build()
 }
 
+/// The key of the keyed cases: a host, as the HTTP layers key.
+pub(crate) const KEY: &str = "api-1.internal:443";
+
+/// An adaptive policy with keys, its delay bounded to `DELAY` and beyond: the first
+/// copy always wins.
+pub(crate) fn keyed_policy<T: Timer>(timer: T) -> Policy<T> {
+    Policy::builder()
+        .adaptive_delay(0.95)
+        .adaptive_keys(64)
+        .delay(DELAY)
+        .min_delay(DELAY)
+        .timer(timer)
+        .build()
+}
+
 /// tower's hedge, told its latency percentile is `DELAY` so that it arms a hedge.
 pub(crate) fn tower_hedge<S>(service: S) -> tower::hedge::Hedge<S, ClonePolicy>
 where

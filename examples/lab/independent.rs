@@ -132,22 +132,11 @@ impl Workload {
     /// only on the seed, the call and the copy, so every configuration sees the same
     /// backend.
     pub fn latency(&self, call: usize, copy: usize, start: Duration) -> Duration {
-        let mut rng = fastrand::Rng::with_seed(
-            self.seed
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                .wrapping_add((call as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
-                .wrapping_add((copy as u64).wrapping_mul(0x94d0_49bb_1331_11eb)),
-        );
-        let median = self.median_at(start).as_secs_f64();
-        let seconds = if rng.f64() < STALL_RATE {
-            median * (10.0 + 90.0 * rng.f64())
-        } else {
-            let (u1, u2) = (1.0 - rng.f64(), rng.f64());
-            let normal = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-            median * (0.3 * normal).exp()
-        };
-        // Whole microseconds keep the figures exact across platforms' float formatting.
-        Duration::from_micros((seconds * 1e6).round() as u64)
+        draw(
+            &mut rng(self.seed, call, copy),
+            self.median_at(start),
+            STALL_RATE,
+        )
     }
 
     /// The `quantile` of the originals' latencies: the delay an operator would pick in
@@ -199,6 +188,36 @@ impl Workload {
     }
 }
 
+/// The generator of copy `copy` of call `call` under `seed`: the same draw in every
+/// configuration.
+pub(super) fn rng(seed: u64, call: usize, copy: usize) -> fastrand::Rng {
+    fastrand::Rng::with_seed(
+        seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .wrapping_add((call as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
+            .wrapping_add((copy as u64).wrapping_mul(0x94d0_49bb_1331_11eb)),
+    )
+}
+
+/// A latency around `median`: for `stall_rate` of draws a stall of 10–100× it, else a
+/// log-normal body (σ = 0.3).
+pub(super) fn draw(rng: &mut fastrand::Rng, median: Duration, stall_rate: f64) -> Duration {
+    let median = median.as_secs_f64();
+    let seconds = if rng.f64() < stall_rate {
+        median * (10.0 + 90.0 * rng.f64())
+    } else {
+        let (u1, u2) = (1.0 - rng.f64(), rng.f64());
+        let normal = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        median * (0.3 * normal).exp()
+    };
+    micros(seconds)
+}
+
+/// `seconds` in whole microseconds, which keep the figures exact across platforms' float
+/// formatting.
+pub(super) fn micros(seconds: f64) -> Duration {
+    Duration::from_micros((seconds * 1e6).round() as u64)
+}
+
 /// The share of `sorted` latencies above `delay`.
 pub(super) fn extra_above(sorted: &[Duration], delay: Duration) -> f64 {
     let at_or_below = sorted.partition_point(|latency| *latency <= delay);
@@ -220,8 +239,17 @@ pub(super) fn per_request(
 /// Runs `config` on `workload` in virtual time: calls arrive on schedule, each is one
 /// `Hedge` polled only when woken, and the clock jumps to the next arrival or deadline.
 pub fn simulate(workload: &Workload, config: Config) -> Run {
+    simulate_with(workload, config, 0.0)
+}
+
+/// [`simulate`] with [`min_win_rate`](hedging::PolicyBuilder::min_win_rate) set to
+/// `min_win_rate` (0: off) on the row's policy.
+pub fn simulate_with(workload: &Workload, config: Config, min_win_rate: f64) -> Run {
     let timer = ManualTimer::new();
-    let policy = config.policy(timer.clone());
+    let policy = config
+        .builder(timer.clone())
+        .min_win_rate(min_win_rate)
+        .build();
     let seconds = workload.duration().as_secs() as usize + 1;
     let per_second = Rc::new(RefCell::new(vec![(0u64, 0u64); seconds]));
     let latencies = Rc::new(RefCell::new(vec![Duration::ZERO; workload.calls]));
@@ -273,6 +301,7 @@ pub fn simulate(workload: &Workload, config: Config) -> Run {
         calls: stats.calls,
         extra_copies: stats.hedges,
         budget_denied: stats.budget_denied,
+        withheld: stats.withheld,
         per_second,
     }
 }

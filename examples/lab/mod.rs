@@ -5,12 +5,15 @@
 //! the acceptance lines on the very same figures). `engine` runs the calls; each workload
 //! family has its file (`independent` for (a)-(d), `queueing` and its `servers` for (e));
 //! `report` and `queue_report` turn runs into tables and acceptance lines, `chart` into the
-//! latency CDFs.
+//! latency CDFs. `keyed` is (g), one client over two backends; `heavy` is (h) and (i),
+//! slowness the request carries, and what `min_win_rate` does on every workload.
 #![allow(dead_code)]
 
 mod chart;
 mod engine;
+mod heavy;
 mod independent;
+mod keyed;
 mod queue_report;
 mod queueing;
 mod report;
@@ -19,19 +22,27 @@ mod servers;
 use std::time::Duration;
 
 use hedging::timer::Timer;
-use hedging::{Budget, Policy};
+use hedging::{Budget, Policy, PolicyBuilder};
 
 // The demo and the test each use a part of the lab.
 #[allow(unused_imports)]
 pub use chart::svg;
 #[allow(unused_imports)]
-pub use independent::{run, simulate, Kind, Report, Row, Workload};
+pub use heavy::{
+    heavy_table, run_heavy, run_switch, run_withheld, withheld_table, Heavy, HeavyReport, Withheld,
+    WithheldRow,
+};
+#[allow(unused_imports)]
+pub use independent::{run, simulate, simulate_with, Kind, Report, Row, Workload};
+#[allow(unused_imports)]
+pub use keyed::{keyed_table, run_two_hosts, Calls, HostRun, Routing, TwoHosts, TwoHostsReport};
 #[allow(unused_imports)]
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]
 pub use queueing::{
-    recommended, run_aborted, run_paused, run_queueing, run_seeds, simulate_queue, unloaded_p95,
-    Cluster, Level, QueueReport, QueueRun, Scheme, Slowness, SERVERS, TIE, UTILISATIONS,
+    recommended, run_aborted, run_paused, run_queueing, run_seeds, simulate_queue,
+    simulate_queue_with, unloaded_p95, Cluster, Level, QueueReport, QueueRun, Scheme, Slowness,
+    SERVERS, TIE, UTILISATIONS,
 };
 #[allow(unused_imports)]
 pub use report::{acceptance, table};
@@ -49,6 +60,9 @@ pub const QUANTILE: f64 = 0.95;
 pub const WINDOW: Duration = Duration::from_secs(1);
 /// The share of copies that stall, 10–100× the median, in every workload.
 pub const STALL_RATE: f64 = 0.02;
+/// The `min_win_rate` of the rows that withhold hedges that stop winning: the README's
+/// recommendation.
+pub const MIN_WIN_RATE: f64 = 0.05;
 
 /// How a row hedges.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,6 +98,11 @@ impl Config {
 
     /// The policy of this row on `timer`: two copies at most.
     pub fn policy<T: Timer>(&self, timer: T) -> Policy<T> {
+        self.builder(timer).build()
+    }
+
+    /// The builder of [`policy`](Config::policy), for rows that add to it.
+    pub fn builder<T: Timer>(&self, timer: T) -> PolicyBuilder<T> {
         let builder = Policy::builder().timer(timer);
         let builder = match self.delay {
             Delay::Off => builder.max_copies(1),
@@ -94,9 +113,9 @@ impl Config {
                 .adaptive_window(WINDOW),
         };
         if self.budget {
-            builder.budget(&Budget::new(BUDGET_RATIO)).build()
+            builder.budget(&Budget::new(BUDGET_RATIO))
         } else {
-            builder.build()
+            builder
         }
     }
 }
@@ -110,6 +129,8 @@ pub struct Run {
     pub calls: u64,
     pub extra_copies: u64,
     pub budget_denied: u64,
+    /// Calls whose hedge `min_win_rate` withheld.
+    pub withheld: u64,
     /// Per second of arrivals: (calls that arrived, extra copies started).
     pub per_second: Vec<(u64, u64)>,
 }

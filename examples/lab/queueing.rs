@@ -235,8 +235,8 @@ impl Scheme {
     }
 
     /// The policy a call hedges with (for tied requests, the one that ties its copies).
-    fn policy(&self, timer: ManualTimer) -> Policy<ManualTimer> {
-        let builder = Policy::builder().timer(timer);
+    fn policy(&self, timer: ManualTimer, min_win_rate: f64) -> Policy<ManualTimer> {
+        let builder = Policy::builder().timer(timer).min_win_rate(min_win_rate);
         match *self {
             Scheme::Off => builder.max_copies(1).build(),
             Scheme::Fixed(delay) | Scheme::Tied(delay) => {
@@ -251,7 +251,7 @@ impl Scheme {
     /// The policy that ties each copy of a [`TiedPair`](Scheme::TiedPair) call.
     fn tie(&self, timer: ManualTimer) -> Option<Policy<ManualTimer>> {
         match *self {
-            Scheme::TiedPair(delay) => Some(Scheme::Tied(delay).policy(timer)),
+            Scheme::TiedPair(delay) => Some(Scheme::Tied(delay).policy(timer, 0.0)),
             _ => None,
         }
     }
@@ -264,7 +264,9 @@ impl Scheme {
 
 /// The configuration the README recommends for production, on `builder`'s timer: an
 /// adaptive p95 delay bounded to 2–200 ms (20 ms until 100 latencies are known) over the
-/// default 10 s window, and with `budget`, at most 10% extra copies and 50 in flight.
+/// default 10 s window, and with `budget`, at most 10% extra copies and 50 in flight. The
+/// README adds `min_win_rate`, left out here: what it changes on these rows is
+/// [`run_withheld`](super::heavy::run_withheld)'s table.
 pub fn recommended<T: Timer>(builder: hedging::PolicyBuilder<T>, budget: bool) -> Policy<T> {
     let builder = builder
         .adaptive_delay(0.95)
@@ -290,6 +292,8 @@ pub struct QueueRun {
     pub calls: u64,
     pub extra_copies: u64,
     pub budget_denied: u64,
+    /// Calls whose hedge `min_win_rate` withheld.
+    pub withheld: u64,
     /// The share of the servers' time they were busy, up to the last arrival.
     pub busy: f64,
     /// Worker time spent beyond what the originals need (negative when aborted losers
@@ -320,8 +324,19 @@ impl QueueRun {
 
 /// Runs `scheme` on `cluster` in virtual time.
 pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool) -> QueueRun {
+    simulate_queue_with(cluster, scheme, abort_in_service, 0.0)
+}
+
+/// [`simulate_queue`] with [`min_win_rate`](hedging::PolicyBuilder::min_win_rate) set to
+/// `min_win_rate` (0: off) on the hedging policy.
+pub fn simulate_queue_with(
+    cluster: &Cluster,
+    scheme: Scheme,
+    abort_in_service: bool,
+    min_win_rate: f64,
+) -> QueueRun {
     let timer = ManualTimer::new();
-    let policy = scheme.policy(timer.clone());
+    let policy = scheme.policy(timer.clone(), min_win_rate);
     let tie = scheme.tie(timer.clone());
     let arrivals = cluster.arrivals();
     let horizon = *arrivals.last().expect("at least one call");
@@ -391,6 +406,7 @@ pub fn simulate_queue(cluster: &Cluster, scheme: Scheme, abort_in_service: bool)
         calls: stats.calls,
         extra_copies: stats.hedges + tied_extra,
         budget_denied: stats.budget_denied,
+        withheld: stats.withheld,
         busy,
         extra_work: (spent.as_secs_f64() - needed) / needed,
     }

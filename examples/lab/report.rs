@@ -1,5 +1,5 @@
 //! The lab's report for workloads (a)-(d): the acceptance lines each is held to, and the
-//! tables the demo prints and the README shows.
+//! tables the demo prints and docs/lab.md shows.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -182,7 +182,7 @@ pub(super) fn check_brownout(report: &mut Report, from: Duration, until: Duratio
     report.checks = checks;
 }
 
-/// The table of one report, as printed by the demo and shown in the README.
+/// The table of one report, as printed by the demo and shown in docs/lab.md.
 pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let workload = &report.workload;

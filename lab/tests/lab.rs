@@ -15,6 +15,19 @@ fn workload(key: char) -> Workload {
         .expect("a lab workload")
 }
 
+/// Workloads (a)-(d), each run once for every test that reads it.
+fn reports() -> &'static [lab::Report] {
+    static REPORTS: OnceLock<Vec<lab::Report>> = OnceLock::new();
+    REPORTS.get_or_init(|| Workload::all(1).iter().map(lab::run).collect())
+}
+
+fn report(key: char) -> &'static lab::Report {
+    reports()
+        .iter()
+        .find(|report| report.workload.key == key)
+        .expect("a lab workload")
+}
+
 fn assert_checks_hold(report: &lab::Report) {
     assert!(
         !report.checks.is_empty(),
@@ -28,8 +41,8 @@ fn assert_checks_hold(report: &lab::Report) {
 
 #[test]
 fn a_stalls_p99_is_10x_lower_for_at_most_5_percent_extra_copies() {
-    let report = lab::run(&workload('a'));
-    assert_checks_hold(&report);
+    let report = report('a');
+    assert_checks_hold(report);
     let unhedged = report.unhedged().percentile(0.99);
     for hedged in [
         report.fixed(false),
@@ -81,7 +94,7 @@ fn check<'c>(checks: &'c [lab::Check], says: &str) -> &'c lab::Check {
 #[test]
 fn a_and_c_the_budget_costs_no_tail() {
     for key in ['a', 'c'] {
-        let report = lab::run(&workload(key));
+        let report = report(key);
         let (budgeted, unbudgeted) = (report.adaptive(true), report.adaptive(false));
         for (quantile, most) in [(0.99, 1.1), (0.999, 1.5)] {
             let (with, without) = (
@@ -123,8 +136,8 @@ fn the_simulation_is_deterministic() {
 
 #[test]
 fn c_shifting_adaptive_p99_is_within_10_percent_of_the_best_fixed_delay() {
-    let report = lab::run(&workload('c'));
-    assert_checks_hold(&report);
+    let report = report('c');
+    assert_checks_hold(report);
     let best = report
         .best_fixed
         .as_ref()
@@ -143,8 +156,8 @@ fn d_brownout_the_budget_bounds_extra_copies_over_the_brownout_and_in_every_seco
     let Kind::Brownout { from, until } = workload.kind else {
         unreachable!("(d) is the brownout")
     };
-    let report = lab::run(&workload);
-    assert_checks_hold(&report);
+    let report = report('d');
+    assert_checks_hold(report);
     for budgeted in [report.fixed(true), report.adaptive(true)] {
         let (mut all_calls, mut all_extra) = (0, 0);
         for second in from.as_secs()..until.as_secs() {
@@ -440,4 +453,146 @@ fn e_the_queueing_simulation_is_deterministic() {
         (first.extra_copies, first.extra_work.to_bits()),
         (second.extra_copies, second.extra_work.to_bits())
     );
+}
+
+/// Workload (g), one client over two backends: every test reads the one run.
+fn two_hosts() -> &'static [lab::TwoHostsReport] {
+    static REPORTS: OnceLock<Vec<lab::TwoHostsReport>> = OnceLock::new();
+    REPORTS.get_or_init(lab::run_two_hosts)
+}
+
+#[test]
+fn g_one_policy_keyed_by_host_is_within_1_1x_of_a_policy_per_host() {
+    let reports = two_hosts();
+    assert_eq!(reports.len(), 2, "the slow host at 50% and 10% of calls");
+    for report in reports {
+        let share = report.hosts.slow_share;
+        for host in 0..2 {
+            let (keyed, own) = (
+                report.percentile(lab::Routing::Keyed, host, 0.99),
+                report.percentile(lab::Routing::PerHost, host, 0.99),
+            );
+            assert!(
+                keyed.as_secs_f64() <= own.as_secs_f64() * 1.1,
+                "{share} host {host}: {keyed:?} vs {own:?}"
+            );
+            let (keyed, own) = (
+                report.extra(lab::Routing::Keyed, host),
+                report.extra(lab::Routing::PerHost, host),
+            );
+            assert!(keyed <= own + 0.01, "{share} host {host}: {keyed} vs {own}");
+            // Each host hedges about its delay's share, not the mixture's.
+            assert!(keyed > 0.03, "{share} host {host}: {keyed}");
+        }
+        let line = check(&report.checks, "keyed by host");
+        assert!(line.holds, "{}", line.measured);
+    }
+}
+
+#[test]
+fn g_one_unkeyed_policy_hedges_the_fast_host_at_the_mixtures_delay() {
+    for report in two_hosts() {
+        let share = report.hosts.slow_share;
+        let p99 = |routing| report.percentile(routing, 0, 0.99).as_secs_f64();
+        assert!(
+            p99(lab::Routing::OnePolicy) >= p99(lab::Routing::PerHost) * 5.0,
+            "{share}: {} vs {}",
+            p99(lab::Routing::OnePolicy),
+            p99(lab::Routing::PerHost)
+        );
+        // The mixture's p95 is past the fast host's stalls' start: few of its calls hedge.
+        assert!(report.extra(lab::Routing::OnePolicy, 0) < 0.02, "{share}");
+        let line = check(&report.checks, "mixture's cost");
+        assert!(line.holds, "{}", line.measured);
+    }
+}
+
+#[test]
+fn h_min_win_rate_sends_at_most_1_percent_extra_copies_where_no_hedge_can_win() {
+    let report = lab::run_heavy();
+    assert_eq!(report.checks.len(), 2);
+    for budget in [false, true] {
+        let (with, without) = (report.row(budget, true), report.row(budget, false));
+        let all = |_: usize| true;
+        // Without it, the delay hedges its share of calls, all of them in vain.
+        assert!(without.calls.extra_of(all) > 0.04, "{budget}");
+        assert!(with.calls.extra_of(all) <= 0.01, "{budget}");
+        assert!(with.calls.withheld > 0);
+        let (p99, p99_without) = (
+            with.calls.percentile_of(0.99, all).as_secs_f64(),
+            without.calls.percentile_of(0.99, all).as_secs_f64(),
+        );
+        assert!(
+            p99 <= p99_without * 1.05 && p99_without <= p99 * 1.05,
+            "{budget}: {p99} vs {p99_without}"
+        );
+    }
+    assert_checks_of(&report.checks);
+}
+
+fn assert_checks_of(checks: &[lab::Check]) {
+    assert!(!checks.is_empty());
+    for check in checks {
+        assert!(check.holds, "{}: {}", check.claim, check.measured);
+    }
+}
+
+#[test]
+fn i_after_the_switch_to_per_copy_stalls_min_win_rate_regains_their_p99() {
+    let report = lab::run_switch();
+    let switch_at = report.heavy.switch_at;
+    let (first, second) = (|call| call < switch_at, |call| call >= switch_at);
+    for budget in [false, true] {
+        let (with, without) = (report.row(budget, true), report.row(budget, false));
+        let p99 = with.calls.percentile_of(0.99, second).as_secs_f64();
+        let p99_without = without.calls.percentile_of(0.99, second).as_secs_f64();
+        assert!(p99 <= p99_without * 1.2, "{budget}: {p99} vs {p99_without}");
+        // Hedges were withheld in the first half, where none could win.
+        assert!(
+            with.calls.extra_of(first) < without.calls.extra_of(first) / 2.0,
+            "{budget}"
+        );
+    }
+    let unhedged = report
+        .rows
+        .iter()
+        .find(|row| row.config.delay == Delay::Off)
+        .expect("an unhedged row");
+    // The second half's stalls are a tail hedging cuts: 10x at least.
+    assert!(
+        unhedged.calls.percentile_of(0.99, second).as_secs_f64()
+            >= report
+                .row(false, true)
+                .calls
+                .percentile_of(0.99, second)
+                .as_secs_f64()
+                * 10.0
+    );
+    assert_checks_of(&report.checks);
+}
+
+#[test]
+fn every_workload_min_win_rate_moves_p99_at_most_1_05x_and_extra_copies_half_a_point() {
+    let withheld = lab::run_withheld(reports(), &[queueing(), paused()]);
+    // (a)-(d): two adaptive rows each; (e) and (f): one at every load.
+    assert_eq!(withheld.rows.len(), 4 * 2 + 2 * lab::UTILISATIONS.len());
+    for row in &withheld.rows {
+        let ratio = row.with.0.as_secs_f64() / row.without.0.as_secs_f64();
+        assert!(
+            (1.0 / 1.05..=1.05).contains(&ratio),
+            "{} {}: {ratio}",
+            row.workload,
+            row.label
+        );
+        assert!(
+            (row.with.1 - row.without.1).abs() <= 0.005,
+            "{} {}: {} vs {}",
+            row.workload,
+            row.label,
+            row.with.1,
+            row.without.1
+        );
+    }
+    assert_eq!(withheld.checks.len(), 6, "a line per workload");
+    assert_checks_of(&withheld.checks);
 }
