@@ -15,7 +15,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // TokioTimer: the hedge delay on tokio's clock, which a test's paused clock drives
     // (the default FuturesTimer follows the real clock, paused or not).
     let policy = Policy::builder()
-        .delay(Duration::from_millis(20)) // near the backend's p95
+        .delay(Duration::from_millis(20)) // until the p95 of each host is known,
+        .adaptive_delay(0.95) // then at its p95:
+        .adaptive_keys(64) // a delay per (scheme, authority)
         .timer(TokioTimer::new())
         .build();
     let client = ServiceBuilder::new()
@@ -26,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .nth(1)
         .unwrap_or("http://127.0.0.1:8080/".into());
     let request = http::Request::get(url).body(Empty::<Bytes>::new())?;
-    let response = client.oneshot(request).await?; // a GET slower than 20 ms gets a copy
+    let response = client.oneshot(request).await?; // a GET slower than its host's delay gets a copy
     let status = response.status();
     let body = response.into_body().collect().await?.to_bytes();
     println!("{status}, {} bytes; {:?}", body.len(), policy.stats());

@@ -13,7 +13,9 @@ async fn main() -> object_store::Result<()> {
     // (the default FuturesTimer follows the real clock, paused or not).
     let policy = Policy::builder()
         .name("object-reads")
-        .delay(Duration::from_millis(50)) // near the store's p95
+        .delay(Duration::from_millis(50)) // until the p95 of each size is known,
+        .adaptive_delay(0.95) // then at its p95:
+        .adaptive_keys(64) // a delay per size class of read
         .timer(TokioTimer::new())
         .build();
     // Any ObjectStore: an AmazonS3, a GoogleCloudStorage, a MicrosoftAzure, an HttpStore.

@@ -13,7 +13,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // (the default FuturesTimer follows the real clock, paused or not).
     let policy = Policy::builder()
         .name("catalog")
-        .delay(Duration::from_millis(20)) // near the backend's p95
+        .delay(Duration::from_millis(20)) // until the p95 of each host is known,
+        .adaptive_delay(0.95) // then at its p95:
+        .adaptive_keys(64) // a delay per (scheme, authority)
         .timer(TokioTimer::new())
         .build();
     let client = ClientBuilder::new(reqwest::Client::new())
@@ -23,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or("http://127.0.0.1:8080/".into());
-    let response = client.get(url).send().await?; // a GET slower than 20 ms gets a copy
+    let response = client.get(url).send().await?; // a GET slower than its host's delay gets a copy
     println!("{}; {:?}", response.status(), policy.stats());
     Ok(())
 }
