@@ -10,6 +10,7 @@ use hedging::timer::ManualTimer;
 use hedging::Policy;
 use hedging_http::{HttpHedge, HttpHedgeLayer, ReplayBody};
 use hedging_test_server::http::{client, full, scripted, RequestBody};
+use hedging_test_server::keys::{keyed_policy, near, FAST, FIXED, KEYS, QUARTER, SAMPLES, SLOW};
 use hedging_test_server::{Server, VirtualClock};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
@@ -18,29 +19,6 @@ use tower::{Layer, ServiceExt};
 
 type Client = hyper_util::client::legacy::Client<HttpConnector, ReplayBody<RequestBody>>;
 type Hedged = HttpHedge<Client, ManualTimer>;
-
-const FAST: Duration = Duration::from_millis(2);
-const SLOW: Duration = Duration::from_millis(40);
-/// The fixed delay, a key's until its window holds enough latencies: far above both.
-const FIXED: Duration = Duration::from_secs(1);
-const SAMPLES: u32 = 10;
-/// Places for keys. The hosts' ports, and so their keys, change from run to run: with
-/// 256 places, the second key finds both its places held by the first once in 65,536.
-const KEYS: usize = 256;
-/// A quarter of the default adaptive window: each estimate is recomputed when one ends.
-const QUARTER: Duration = Duration::from_millis(2500);
-
-/// A policy learning the p95 of each key from its first ten latencies.
-fn policy(clock: &VirtualClock, keys: usize) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(2)
-        .delay(FIXED)
-        .adaptive_delay(0.95)
-        .adaptive_min_samples(SAMPLES)
-        .adaptive_keys(keys)
-        .timer(clock.timer())
-        .build()
-}
 
 /// Two servers stamping arrivals with `clock`: the fast host and the slow one.
 async fn hosts(clock: &VirtualClock) -> (Server, Server) {
@@ -100,7 +78,7 @@ async fn hedged_after(clock: &VirtualClock, hedged: &Hedged, server: &Server) ->
 async fn two_hosts_through_one_layer_learn_two_delays() {
     let clock = VirtualClock::new();
     let (fast, slow) = hosts(&clock).await;
-    let policy = policy(&clock, KEYS);
+    let policy = keyed_policy(&clock, KEYS);
     let hedged = HttpHedgeLayer::new(policy.clone()).layer(client());
     assert_eq!(delay_for(&policy, &fast), Some(FIXED), "no latency yet");
 
@@ -109,10 +87,6 @@ async fn two_hosts_through_one_layer_learn_two_delays() {
     clock.advance(QUARTER);
 
     let (fast_delay, slow_delay) = (delay_for(&policy, &fast), delay_for(&policy, &slow));
-    let near = |delay: Option<Duration>, latency: Duration| {
-        let delay = delay.unwrap().as_secs_f64();
-        (delay / latency.as_secs_f64() - 1.0).abs() < 0.05
-    };
     assert!(
         near(fast_delay, FAST),
         "the fast host's own p95: {fast_delay:?}"
@@ -137,7 +111,7 @@ async fn two_hosts_through_one_layer_learn_two_delays() {
 async fn key_by_replaces_the_target() {
     let clock = VirtualClock::new();
     let (fast, slow) = hosts(&clock).await;
-    let policy = policy(&clock, KEYS);
+    let policy = keyed_policy(&clock, KEYS);
     // Both hosts under one key: one estimate, as without keys.
     let hedged = HttpHedgeLayer::new(policy.clone())
         .key_by(|_: &http::request::Parts| "every host")
@@ -163,7 +137,7 @@ async fn key_by_replaces_the_target() {
 async fn a_policy_without_keys_learns_one_delay_for_both_hosts() {
     let clock = VirtualClock::new();
     let (fast, slow) = hosts(&clock).await;
-    let policy = policy(&clock, 0);
+    let policy = keyed_policy(&clock, 0);
     let hedged = HttpHedgeLayer::new(policy.clone()).layer(client());
 
     learn(&clock, &hedged, &fast, FAST).await;

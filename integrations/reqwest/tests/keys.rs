@@ -11,33 +11,11 @@ use common::{send, text};
 use hedging::timer::ManualTimer;
 use hedging::Policy;
 use hedging_test_server::http::scripted;
+use hedging_test_server::keys::{keyed_policy, near, FAST, FIXED, KEYS, QUARTER, SAMPLES, SLOW};
 use hedging_test_server::{Server, VirtualClock, SCRIPT};
 use reqwest::StatusCode;
 use reqwest_hedging::HedgeMiddleware;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-
-const FAST: Duration = Duration::from_millis(2);
-const SLOW: Duration = Duration::from_millis(40);
-/// The fixed delay, a key's until its window holds enough latencies: far above both.
-const FIXED: Duration = Duration::from_secs(1);
-const SAMPLES: u32 = 10;
-/// Places for keys. The hosts' ports, and so their keys, change from run to run: with
-/// 256 places, the second key finds both its places held by the first once in 65,536.
-const KEYS: usize = 256;
-/// A quarter of the default adaptive window: each estimate is recomputed when one ends.
-const QUARTER: Duration = Duration::from_millis(2500);
-
-/// A policy learning the p95 of each key from its first ten latencies.
-fn policy(clock: &VirtualClock, keys: usize) -> Policy<ManualTimer> {
-    Policy::builder()
-        .max_copies(2)
-        .delay(FIXED)
-        .adaptive_delay(0.95)
-        .adaptive_min_samples(SAMPLES)
-        .adaptive_keys(keys)
-        .timer(clock.timer())
-        .build()
-}
 
 fn client(hedge: HedgeMiddleware<ManualTimer>) -> ClientWithMiddleware {
     ClientBuilder::new(reqwest::Client::new())
@@ -57,11 +35,6 @@ fn delay_for(policy: &Policy<ManualTimer>, server: &Server) -> Option<Duration> 
     let url = reqwest::Url::parse(&server.url("/")).unwrap();
     let authority = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
     policy.delay_for(&("http", authority.as_str()))
-}
-
-fn near(delay: Option<Duration>, latency: Duration) -> bool {
-    let delay = delay.unwrap().as_secs_f64();
-    (delay / latency.as_secs_f64() - 1.0).abs() < 0.05
 }
 
 /// Sends ten GETs through `client` to `server`, one after another, each held by the
@@ -111,7 +84,7 @@ async fn hedged_after(
 async fn two_hosts_through_one_client_learn_two_delays() {
     let clock = VirtualClock::new();
     let (fast, slow) = hosts(&clock).await;
-    let policy = policy(&clock, KEYS);
+    let policy = keyed_policy(&clock, KEYS);
     let client = client(HedgeMiddleware::new(policy.clone()));
     assert_eq!(delay_for(&policy, &fast), Some(FIXED), "no latency yet");
 
@@ -142,7 +115,7 @@ async fn two_hosts_through_one_client_learn_two_delays() {
 async fn replicas_of_one_target_share_its_delay() {
     let clock = VirtualClock::new();
     let (one, other) = hosts(&clock).await;
-    let policy = policy(&clock, KEYS);
+    let policy = keyed_policy(&clock, KEYS);
     // Every call names `catalog`; its copies go to the two replicas in turn.
     let hedge = HedgeMiddleware::new(policy.clone())
         .replicas([one.origin(), other.origin()])
@@ -192,7 +165,7 @@ async fn replicas_of_one_target_share_its_delay() {
 async fn key_by_replaces_the_target() {
     let clock = VirtualClock::new();
     let (fast, slow) = hosts(&clock).await;
-    let policy = policy(&clock, KEYS);
+    let policy = keyed_policy(&clock, KEYS);
     // Both hosts under one key: one estimate, as without keys.
     let hedge = HedgeMiddleware::new(policy.clone()).key_by(|_: &reqwest::Request| "every host");
     let client = client(hedge);
@@ -220,7 +193,7 @@ async fn key_by_replaces_the_target() {
 async fn a_policy_without_keys_learns_one_delay_for_both_hosts() {
     let clock = VirtualClock::new();
     let (fast, slow) = hosts(&clock).await;
-    let policy = policy(&clock, 0);
+    let policy = keyed_policy(&clock, 0);
     let client = client(HedgeMiddleware::new(policy.clone()));
 
     learn(&clock, &client, &fast, FAST).await;

@@ -24,6 +24,7 @@ pub mod bench;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod http;
+pub mod keys;
 mod log;
 #[cfg(feature = "object-store")]
 pub mod object;
