@@ -17,7 +17,8 @@
 
 use alloc::boxed::Box;
 use core::hash::{Hash, Hasher};
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::time::Duration;
 
 use crate::adaptive::{nanos, AdaptiveConfig, LatencyTracker};
@@ -139,22 +140,26 @@ impl Keys {
     fn take(&self, key: u64, now: Duration) -> Option<&Entry> {
         let now = nanos(now);
         self.places(key).into_iter().find(|entry| {
-            let held = entry.key.load(Relaxed);
+            // Acquire: a taker that sees a key just taken also sees the place marked used
+            // below, so it does not find the place idle and take it again at once.
+            let held = entry.key.load(Acquire);
             let idle = now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos;
-            let taken = (held == NO_KEY || idle)
-                && entry
-                    .key
-                    .compare_exchange(held, key, Relaxed, Relaxed)
-                    .is_ok();
-            if taken {
-                entry.used_at.store(now, Relaxed);
-                if held != NO_KEY {
-                    // The old key's latencies may still be in the window, slot by slot.
-                    if let Some(tracker) = &entry.tracker {
-                        tracker.clear();
-                    }
-                    entry.win_rate.reset();
+            if held != NO_KEY && !idle {
+                return false;
+            }
+            // Marked used before it is taken: a taker that loses the race below leaves the
+            // place's key looking in use, which only puts off its eviction.
+            entry.used_at.store(now, Relaxed);
+            let taken = entry
+                .key
+                .compare_exchange(held, key, Release, Relaxed)
+                .is_ok();
+            if taken && held != NO_KEY {
+                // The old key's latencies may still be in the window, slot by slot.
+                if let Some(tracker) = &entry.tracker {
+                    tracker.clear();
                 }
+                entry.win_rate.reset();
             }
             taken
         })
@@ -300,5 +305,44 @@ mod tests {
     fn the_table_size_is_clamped() {
         assert_eq!(Keys::new(0, None, SEC).capacity(), 1);
         assert_eq!(Keys::new(usize::MAX, None, SEC).capacity(), MAX_KEYS);
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod races {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+    use std::vec::Vec;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    /// Keys racing for the one place of a table at the same instant: one is kept, and the
+    /// place it was handed holds it (a place just taken is in use, not idle).
+    #[test]
+    fn keys_racing_for_one_place_keep_one_and_each_entry_holds_its_own_key() {
+        const THREADS: u32 = 4;
+        for round in 0..2_000 {
+            let keys = Arc::new(Keys::new(1, None, 10 * SEC));
+            let barrier = Arc::new(Barrier::new(THREADS as usize));
+            let handed: Vec<Option<bool>> = (0..THREADS)
+                .map(|thread| {
+                    let (keys, barrier) = (Arc::clone(&keys), Arc::clone(&barrier));
+                    std::thread::spawn(move || {
+                        let key = hash(&thread);
+                        barrier.wait();
+                        keys.find_or_take(key, 100 * SEC)
+                            .map(|entry| entry.key.load(Relaxed) == key)
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|thread| thread.join().unwrap())
+                .collect();
+            assert_eq!(
+                handed.iter().flatten().collect::<Vec<_>>(),
+                [&true],
+                "round {round}: one key kept, holding its place"
+            );
+        }
     }
 }
