@@ -376,7 +376,11 @@ impl<T> Settings<T> {
     pub(crate) fn win_rate_for(&self, key: u64, now: Duration) -> Option<(&Withhold, &WinRate)> {
         let withhold = self.withhold.as_ref()?;
         let rate = match self.entry(key, now) {
-            Some(entry) => &entry.win_rate,
+            // In use, as a recorded latency marks it: with a fixed delay nothing else does.
+            Some(entry) => {
+                entry.used(now);
+                &entry.win_rate
+            }
             None => &withhold.policy,
         };
         Some((withhold, rate))

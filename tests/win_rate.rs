@@ -224,3 +224,64 @@ fn a_zero_min_win_rate_never_withholds() {
     let stats = policy.stats();
     assert_eq!((stats.hedges, stats.withheld), (300, 0));
 }
+
+#[test]
+fn a_key_in_use_keeps_its_place_and_its_rate_with_a_fixed_delay() {
+    let timer = ManualTimer::new();
+    let policy = withholding(&timer)
+        .adaptive_keys(1)
+        .adaptive_window(ms(1000))
+        .build();
+    until_withheld(&policy, Some("busy"));
+    // "busy" is called without a gap for two windows (a call ends every 50 ms), then
+    // another key asks for the one place while "busy" is in use.
+    calls(&policy, Some("busy"), HEAVY, 40);
+    call(&policy, Some("other"), HEAVY).expect("the original answers");
+    let before = policy.stats();
+    calls(&policy, Some("busy"), HEAVY, 19);
+    let (_, hedges, withheld) = delta(policy.stats(), before);
+    assert!(
+        withheld >= 18 && hedges <= 1,
+        "busy's hedges still lose and are withheld: {hedges} hedges, {withheld} withheld"
+    );
+}
+
+#[test]
+fn a_call_is_counted_withheld_once_however_many_of_its_copies_are_due() {
+    let timer = ManualTimer::new();
+    let policy = withholding(&timer).max_copies(3).build();
+    until_withheld(&policy, None);
+    let before = policy.stats();
+    // Copy 1 is due at 10 ms and withheld; the original fails at 20 ms, so copy 1 starts
+    // as a retry and answers at 70 ms; copy 2 is due meanwhile, and withheld as well.
+    let fails = Script {
+        original: ms(20),
+        hedge: ms(50),
+        fails: true,
+    };
+    assert_eq!(call(&policy, None, fails), Ok(1));
+    assert_eq!(delta(policy.stats(), before), (1, 1, 1));
+}
+
+#[test]
+fn a_winning_probe_resumes_hedging_at_a_high_or_full_minimum() {
+    for min in [0.6, 1.0] {
+        let timer = ManualTimer::new();
+        let policy = withholding(&timer).min_win_rate(min).build();
+        until_withheld(&policy, None);
+        calls(&policy, None, HEAVY, 100); // five losing probes
+        let mut waited = 0;
+        while policy.stats().hedge_wins == 0 {
+            call(&policy, None, STALL).expect("a copy answers");
+            waited += 1;
+            assert!(waited <= 20, "{min}: a probe within 20 calls");
+        }
+        let before = policy.stats();
+        calls(&policy, None, STALL, 10);
+        assert_eq!(
+            delta(policy.stats(), before),
+            (10, 10, 0),
+            "{min}: a probe won, so hedging resumed"
+        );
+    }
+}

@@ -182,7 +182,8 @@ impl<T> PolicyBuilder<T> {
     ///
     /// "Recent" is a moving average over hedged calls, each moving it 1/32 of the way to
     /// won or not; it starts at 1 (a new key hedges), and a probe counts for the 20
-    /// calls it stands for, so one probe that wins brings hedging back at once. Only
+    /// calls it stands for, and one probe that wins lifts it to `rate` at least, so hedging
+    /// comes back at once whatever the `rate`. Only
     /// copies the clock starts are withheld (in every mode: a fixed, adaptive or
     /// per-copy delay, or parallel copies); a copy after a failure is a retry and starts
     /// as before. A withheld call is counted in

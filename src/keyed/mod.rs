@@ -201,7 +201,8 @@ impl KeyHasher {
 
 impl Hasher for KeyHasher {
     /// Whole words, then the tail: the last word read to the end, shifted so it holds only
-    /// the bytes not yet added. Short keys (host names) cost a few multiplies.
+    /// the bytes not yet added, with their count in its top byte. Short keys (host names)
+    /// cost a few multiplies.
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let word = |at: usize| {
@@ -210,12 +211,15 @@ impl Hasher for KeyHasher {
             u64::from_le_bytes(word)
         };
         let len = bytes.len();
+        // A tail holds at most 7 bytes; its top byte says how many, so that keys which
+        // differ only by trailing zero bytes ("a", "a\0") differ.
+        let count = |bytes: usize| (bytes as u64) << 56;
         if len < 8 {
             let tail = bytes
                 .iter()
                 .rev()
                 .fold(0, |tail, byte| tail << 8 | u64::from(*byte));
-            self.add(tail);
+            self.add(tail | count(len));
             return;
         }
         let mut at = 0;
@@ -224,7 +228,7 @@ impl Hasher for KeyHasher {
             at += 8;
         }
         if at < len {
-            self.add(word(len - 8) >> (8 * (8 - (len - at))));
+            self.add(word(len - 8) >> (8 * (8 - (len - at))) | count(len - at));
         }
     }
 
@@ -271,6 +275,10 @@ mod tests {
         assert_eq!(sorted.len(), hashes.len());
         assert!(!hashes.contains(&NO_KEY));
         assert_ne!(hash("api.a:443"), hash("api.b:443"));
+        for (a, b) in [("a", "a\0"), ("", "\0"), ("abcdefgh\0", "abcdefgh\0\0")] {
+            assert_ne!(hash(a), hash(b), "{a:?} {b:?}");
+            assert_ne!(hash(a.as_bytes()), hash(b.as_bytes()), "{a:?} {b:?}");
+        }
         assert_eq!(
             hash("api.a:443"),
             hash(&alloc::string::String::from("api.a:443"))

@@ -6,9 +6,9 @@
 //! moves it a thirty-second of the way to 1 (a hedge won the call) or 0 (it did not). It
 //! starts at 1, so a new key hedges until its hedges are shown to lose. Below the
 //! minimum, the calls that would hedge do not, except one in [`PROBE_EVERY`]: a probe,
-//! which hedges and counts as the calls it stands for, so one winning probe brings the
-//! average back over the minimum (and hedging back) at once, and losing probes keep it
-//! down. A slowness that every copy of a call shares (a heavy request, a hot key) then
+//! which hedges and counts as the calls it stands for; one winning probe brings the
+//! average back to the minimum at least (and hedging back) at once, and losing probes
+//! keep it down. A slowness that every copy of a call shares (a heavy request, a hot key) then
 //! costs one probe copy in twenty calls that would hedge, and stalls that hedges do beat
 //! are hedged again from the first probe that wins.
 
@@ -87,10 +87,13 @@ impl WinRate {
     /// original won it; `probe` if it hedged as a probe.
     pub(crate) fn record(&self, withhold: &Withhold, won: bool, probe: bool) -> Turn {
         let keep = if probe { KEEP_PROBE } else { KEEP };
+        // A probe that wins lifts the average to the minimum at least, whatever the
+        // minimum: hedging resumes at once, and the next losing hedge withholds again.
+        let floor = if won && probe { withhold.min } else { 0 };
         let step = |before: u32| {
             let kept = u64::from(before) * u64::from(keep) / u64::from(ONE);
             let gained = if won { u64::from(ONE - keep) } else { 0 };
-            Some((kept + gained).min(u64::from(ONE)) as u32)
+            Some((kept + gained).clamp(u64::from(floor), u64::from(ONE)) as u32)
         };
         let Ok(before) = self.won.fetch_update(Relaxed, Relaxed, step) else {
             unreachable!("the step always gives a value");
@@ -168,6 +171,25 @@ mod tests {
         assert_eq!(rate.record(&withhold, false, true), Turn::Same);
         assert_eq!(rate.record(&withhold, true, true), Turn::Resumed);
         assert_eq!(rate.ask(&withhold), Ask::Hedge);
+    }
+
+    #[test]
+    fn one_winning_probe_resumes_hedging_at_any_minimum() {
+        for min in [0.5, 0.6, 0.9, 1.0] {
+            let withhold = Withhold::new(min).unwrap();
+            let rate = WinRate::new();
+            while rate.record(&withhold, false, false) != Turn::Withholding {}
+            for _ in 0..10 {
+                assert_eq!(rate.record(&withhold, false, true), Turn::Same, "{min}");
+            }
+            assert_eq!(rate.record(&withhold, true, true), Turn::Resumed, "{min}");
+            assert_eq!(rate.ask(&withhold), Ask::Hedge, "{min}");
+            assert_eq!(
+                rate.record(&withhold, false, false),
+                Turn::Withholding,
+                "{min}"
+            );
+        }
     }
 
     #[test]

@@ -86,6 +86,9 @@ pub(crate) enum Timed {
     Probing,
     Hedged,
     Probed,
+    /// A copy it was due to start was withheld: counted once, and its later timed copies
+    /// are withheld without asking again.
+    Withheld,
 }
 
 /// The state of one call's race. Counts of copies are bytes: a call starts at most 64,
@@ -322,6 +325,10 @@ impl<T, E> Race<T, E> {
     /// other.
     #[cold]
     fn may_hedge<Tm: Timer>(&mut self, settings: &Settings<Tm>, clock: &mut Clock<'_, Tm>) -> bool {
+        if self.timed == Timed::Withheld {
+            self.spend(Reason::Due);
+            return false;
+        }
         let Some((withhold, rate)) = settings.win_rate_for(self.key, clock.now()) else {
             return true;
         };
@@ -332,7 +339,12 @@ impl<T, E> Race<T, E> {
                 true
             }
             Ask::Withhold => {
-                settings.counters.add(&[Counter::Withheld]);
+                // Counted once per call, and not for a call that hedged already: that
+                // hedge's end still tells whether hedges win.
+                if self.timed == Timed::None {
+                    self.timed = Timed::Withheld;
+                    settings.counters.add(&[Counter::Withheld]);
+                }
                 self.spend(Reason::Due);
                 false
             }
