@@ -285,3 +285,34 @@ fn a_winning_probe_resumes_hedging_at_a_high_or_full_minimum() {
         );
     }
 }
+
+#[test]
+fn a_key_whose_calls_fail_before_their_delay_keeps_its_place_and_its_rate() {
+    let timer = ManualTimer::new();
+    let policy = withholding(&timer)
+        .adaptive_delay(0.5)
+        .min_delay(ms(10))
+        .max_delay(ms(10))
+        .adaptive_keys(1)
+        .adaptive_window(ms(1000))
+        .build();
+    until_withheld(&policy, Some("busy"));
+    // For two windows each of "busy"'s originals fails at 5 ms, before any hedge is due,
+    // and its retry answers 45 ms later: no latency is recorded, no win rate asked.
+    let fails_early = Script {
+        original: ms(5),
+        hedge: ms(45),
+        fails: true,
+    };
+    for _ in 0..40 {
+        assert_eq!(call(&policy, Some("busy"), fails_early), Ok(1));
+    }
+    call(&policy, Some("other"), HEAVY).expect("the original answers");
+    let before = policy.stats();
+    calls(&policy, Some("busy"), HEAVY, 19);
+    let (_, hedges, withheld) = delta(policy.stats(), before);
+    assert!(
+        withheld >= 18 && hedges <= 1,
+        "busy kept its place: {hedges} hedges, {withheld} withheld"
+    );
+}

@@ -164,10 +164,10 @@ impl<T> PolicyBuilder<T> {
     ///
     /// # Memory
     ///
-    /// The table is made with the policy: per key, 48 bytes, and with an adaptive delay
-    /// its own histogram, about 12 KiB (a quarter of the policy-wide one, which stripes
-    /// its counters over four cache-line sets for threads recording at once). 64 keys
-    /// with an adaptive delay: about 760 KiB.
+    /// The table is made with the policy: per key, 168 bytes (on a 64-bit target), and
+    /// with an adaptive delay its own histogram, about 12 KiB (a quarter of the
+    /// policy-wide one, which stripes its counters over four cache-line sets for threads
+    /// recording at once). 64 keys with an adaptive delay: about 760 KiB.
     pub fn adaptive_keys(mut self, keys: usize) -> Self {
         self.settings.keys = keys;
         self

@@ -309,6 +309,13 @@ mod tests {
         assert!(keys.find(a).is_none());
     }
 
+    /// The size the builder's docs state per key.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_key_takes_the_memory_the_docs_say() {
+        assert!(core::mem::size_of::<Entry>() <= 168);
+    }
+
     #[test]
     fn the_table_size_is_clamped() {
         assert_eq!(Keys::new(0, None, SEC).capacity(), 1);

@@ -10,7 +10,7 @@ use super::outcome::{End, Finished};
 use super::{Race, Timed};
 use crate::adaptive::Sample;
 use crate::attempt::{Classify, Verdict};
-use crate::keyed::Turn;
+use crate::keyed::{Turn, NO_KEY};
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
@@ -165,6 +165,9 @@ impl<T, E> Race<T, E> {
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
                 record_latency(settings, first_start, self.key);
+            } else if self.key != NO_KEY {
+                // No latency to record, but the key's call ended: it is in use.
+                key_used(settings, self.key);
             }
         }
         if matches!(self.timed, Timed::Hedged | Timed::Probed) && settings.withhold.is_some() {
@@ -252,6 +255,16 @@ fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration, key
                 tracker.record_sample(sample);
             }
         }
+    }
+}
+
+/// Marks the place of `key`, if kept, as used now.
+#[cold]
+#[inline(never)]
+fn key_used<Tm: Timer>(settings: &Settings<Tm>, key: u64) {
+    let now = settings.timer.now();
+    if let Some(entry) = settings.entry(key, now) {
+        entry.used(now);
     }
 }
 
