@@ -186,8 +186,9 @@ impl Entry {
 
 /// The hash behind [`hash`]: FxHash's rotate-multiply over whole words, with the high
 /// half folded into the low one so both halves (the key's two places) depend on every
-/// bit. Not a hash for keys an attacker picks to collide: a collision only makes two keys
-/// share their places, and so the policy-wide estimate.
+/// bit. Not a hash for keys an attacker picks to collide: two keys whose halves collide
+/// share their places (and so, when both are in use, the policy-wide estimate); two whose
+/// whole hashes collide are one key, with one delay and one win rate.
 struct KeyHasher(u64);
 
 const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
