@@ -361,6 +361,16 @@ impl<T> Settings<T> {
         }
     }
 
+    /// The kept entry of `key`, if it has one, not marked used: for a call's end, whose
+    /// key its lookups at the start marked.
+    #[inline]
+    pub(crate) fn kept(&self, key: u64) -> Option<&Entry> {
+        match (&self.keys, key) {
+            (Some(keys), 1..) => keys.find(key),
+            _ => None,
+        }
+    }
+
     /// The tracker whose estimate a call with `key` hedges at, at `now`.
     #[inline]
     pub(crate) fn tracker_for(&self, key: u64, now: Duration) -> Option<&LatencyTracker> {
@@ -376,11 +386,7 @@ impl<T> Settings<T> {
     pub(crate) fn win_rate_for(&self, key: u64, now: Duration) -> Option<(&Withhold, &WinRate)> {
         let withhold = self.withhold.as_ref()?;
         let rate = match self.entry(key, now) {
-            // In use, as a recorded latency marks it: with a fixed delay nothing else does.
-            Some(entry) => {
-                entry.used(now);
-                &entry.win_rate
-            }
+            Some(entry) => &entry.win_rate,
             None => &withhold.policy,
         };
         Some((withhold, rate))

@@ -7,8 +7,9 @@
 //! delay, its win rate or its record, so a call answered at once never touches the
 //! table. A key has two places (two halves of its hash): it is found in either, and a key
 //! not yet kept takes the first that is free or whose key went a whole window without a
-//! call ending. When both are held by keys in use, the key is not kept and its calls use
-//! the policy-wide estimate; a later call may find a place free. The table is made once,
+//! call using it (a call's lookup of its delay or its win rate marks its key used). When
+//! both are held by keys in use, the key is not kept and its calls use the policy-wide
+//! estimate; a later call may find a place free. The table is made once,
 //! with the policy: lookups are atomic loads, a takeover one compare-and-swap.
 //!
 //! - `mod.rs`: the table and the hash.
@@ -45,8 +46,8 @@ pub(crate) fn hash<K: Hash + ?Sized>(key: &K) -> u64 {
 /// The keys a policy tracks, each in one of its two places.
 pub(crate) struct Keys {
     entries: Box<[Entry]>,
-    /// How long a key's calls must have ended none before another key may take its
-    /// place, in nanoseconds: the adaptive window.
+    /// How long a key's calls must have used its place not at all before another key may
+    /// take it, in nanoseconds: the adaptive window.
     idle_nanos: u64,
 }
 
@@ -54,8 +55,8 @@ pub(crate) struct Keys {
 pub(crate) struct Entry {
     /// The key's hash, or [`NO_KEY`] while the place is free.
     key: AtomicU64,
-    /// When a call of this key last took or used the place, in nanoseconds of the
-    /// policy's clock.
+    /// When a call of this key last took the place or found it (see
+    /// [`Keys::find_or_take`]), in nanoseconds of the policy's clock.
     used_at: AtomicU64,
     /// The key's latencies, with an adaptive delay.
     pub(crate) tracker: Option<LatencyTracker>,
@@ -126,12 +127,17 @@ impl Keys {
         (second.key.load(Relaxed) == key).then_some(second)
     }
 
-    /// The key's entry, taking a place for it if it is not kept and one is free (or its
-    /// key idle) at `now`; `None` when both places are held by keys in use.
+    /// A call's lookup of its key's entry, marked used at `now`, taking a place for it
+    /// if it is not kept and one is free (or its key idle); `None` when both places are
+    /// held by keys in use. The one place a call marks its key in use, whatever the
+    /// delay mode: a key some call looks up keeps its place.
     #[inline]
     pub(crate) fn find_or_take(&self, key: u64, now: Duration) -> Option<&Entry> {
         match self.find(key) {
-            Some(entry) => Some(entry),
+            Some(entry) => {
+                entry.used_at.store(nanos(now), Relaxed);
+                Some(entry)
+            }
             None => self.take(key, now),
         }
     }
@@ -173,14 +179,6 @@ impl Keys {
                 entry.key.load(Relaxed) == NO_KEY
                     || now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos
             })
-    }
-}
-
-impl Entry {
-    /// A call of this key ended at `now`: the key is in use.
-    #[inline]
-    pub(crate) fn used(&self, now: Duration) {
-        self.used_at.store(nanos(now), Relaxed);
     }
 }
 
@@ -303,7 +301,7 @@ mod tests {
         assert!(keys.find_or_take(a, SEC).is_some());
         assert!(keys.find_or_take(b, 2 * SEC).is_none(), "a is in use");
         assert!(!keys.would_keep(b, 2 * SEC));
-        keys.find(a).unwrap().used(5 * SEC);
+        keys.find_or_take(a, 5 * SEC).unwrap();
         assert!(keys.find_or_take(b, 14 * SEC).is_none(), "a used 9 s ago");
         assert!(keys.would_keep(b, 15 * SEC));
         assert!(keys.find_or_take(b, 15 * SEC).is_some(), "a idle a window");

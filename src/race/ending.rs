@@ -166,8 +166,8 @@ impl<T, E> Race<T, E> {
             if original_won || original_alive {
                 record_latency(settings, first_start, self.key);
             } else if self.key != NO_KEY {
-                // No latency to record, but the key's call ended: it is in use.
-                key_used(settings, self.key);
+                // No latency to record, but the key's call ended: its lookup marks it used.
+                key_ended(settings, self.key);
             }
         }
         if matches!(self.timed, Timed::Hedged | Timed::Probed) && settings.withhold.is_some() {
@@ -249,8 +249,7 @@ fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration, key
         let now = settings.timer.now();
         let sample = Sample::new(now.saturating_sub(first_start), now);
         tracker.record_sample(sample);
-        if let Some(entry) = settings.entry(key, now) {
-            entry.used(now);
+        if let Some(entry) = settings.kept(key) {
             if let Some(tracker) = &entry.tracker {
                 tracker.record_sample(sample);
             }
@@ -258,14 +257,11 @@ fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration, key
     }
 }
 
-/// Marks the place of `key`, if kept, as used now.
+/// A call of `key` ended with no latency to record: its place, if kept, is in use now.
 #[cold]
 #[inline(never)]
-fn key_used<Tm: Timer>(settings: &Settings<Tm>, key: u64) {
-    let now = settings.timer.now();
-    if let Some(entry) = settings.entry(key, now) {
-        entry.used(now);
-    }
+fn key_ended<Tm: Timer>(settings: &Settings<Tm>, key: u64) {
+    settings.entry(key, settings.timer.now());
 }
 
 /// Records whether a hedge won a call in which the clock started one: the win rate of
