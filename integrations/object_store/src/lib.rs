@@ -57,10 +57,10 @@
 //! The body of a read answering more than the limit is watched while its reader waits
 //! for it. It is **stalled** when it has yielded nothing for its read's current delay
 //! ([`delay_for`](Policy::delay_for) of the read's key, the policy's
-//! [`delay`](Policy::delay) without keys) *and* for more than 4 times its mean wait per chunk so far
-//! (the reader's waits, from asking for a chunk to getting it, on the policy's timer,
-//! over every copy of the read; before its second chunk a body has no pace, and the
-//! delay alone decides). So a body that is slow but steady is not stalled, and a reader
+//! [`delay`](Policy::delay) without keys) *and* for more than 4 times its mean wait per
+//! chunk so far (the reader's waits, from asking for a chunk to getting it, on the
+//! policy's timer, over every copy of the read; before its second chunk a body has no
+//! pace, and the delay alone decides). So a body that is slow but steady is not stalled, and a reader
 //! that is slower than its body never waits at all.
 //!
 //! A stall is raced as a hedged call of its own, by the policy: the stalled body's next
@@ -81,9 +81,18 @@
 //!   `max_copies`: once they are spent, the body is no longer watched. A resume the
 //!   budget refuses leaves the body as it was, racing alone until it yields.
 //! - Each race is counted as a call: the resume in `hedges`, in `hedge_wins` if it won.
-//! - An answer with neither an ETag nor a version is not resumed (nothing says the rest
-//!   would be the same object), nor is a read under a policy without a current delay
-//!   (`fallback`, `delay_fn`) or [disabled](Policy::set_enabled).
+//! - A body that breaks while it streams (an error, such as a connection closed halfway)
+//!   is a failed copy: a resume of the rest starts at once, as the race's failure rule
+//!   starts the next copy, within the same cap and budget. An error another copy would
+//!   repeat (`Precondition`, `NotFound`, …), or one with no copy left, ends the read.
+//! - A resumed body is held to its range: one that ends before the read's last byte, or
+//!   runs past it, ends the read with an error (`Error::Generic`), never passing as the
+//!   whole range. This holds for the first answer's body as for a resume's.
+//! - An answer with neither a strong ETag nor a version is not resumed (nothing says the
+//!   rest would be the same bytes: a weak ETag `W/"…"` names an equivalent object, not
+//!   its bytes, and fails every `If-Match`), nor is a read under a policy without a
+//!   current delay (`fallback`, `delay_fn`) or [disabled](Policy::set_enabled). With a
+//!   weak ETag and a version, the version alone holds the resume to the object.
 //!
 //! The watch is one sleep of the policy's timer per read, re-armed for each wait; the
 //! race is the core's. A read whose body flows is one call: no race is made for it, and
@@ -326,9 +335,18 @@ where
         rest: BoxStream<'static, Result<Bytes>>,
         copies_left: usize,
     ) -> BoxStream<'static, Result<Bytes>> {
-        let (e_tag, version) = (read.meta.e_tag.clone(), read.meta.version.clone());
+        // A weak ETag names no bytes (RFC 9110 §8.8.1): as `If-Match` it always fails.
+        let e_tag = read.meta.e_tag.clone().filter(|tag| !tag.starts_with("W/"));
+        let version = read.meta.version.clone();
         if e_tag.is_none() && version.is_none() {
             return ReadAhead::replayed(Body::Started { first, rest });
+        }
+        // A resumed body is held to its range: every byte once, none past the end.
+        let (range, delivered) = (read.range.clone(), first.len() as u64);
+        let offset = range.start.saturating_add(delivered);
+        if offset > range.end {
+            let error = resume::ran_past(offset, range.end);
+            return stream::once(async move { Err(error) }).boxed();
         }
         let source = Source {
             inner: Arc::clone(&self.inner),
@@ -338,16 +356,8 @@ where
             version,
             key,
         };
-        let delivered = first.len() as u64;
         let policy = self.policy.clone();
-        let body = Resuming::new(
-            source,
-            policy,
-            rest,
-            read.range.clone(),
-            delivered,
-            copies_left,
-        );
+        let body = Resuming::new(source, policy, rest, range, delivered, copies_left);
         stream::once(async move { Ok(first) }).chain(body).boxed()
     }
 }
@@ -363,7 +373,7 @@ pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
 
 /// Whether `error` says the request itself cannot succeed, so another copy would fail
 /// the same way.
-fn is_fatal(error: &Error) -> bool {
+pub(crate) fn is_fatal(error: &Error) -> bool {
     matches!(
         error,
         Error::NotFound { .. }

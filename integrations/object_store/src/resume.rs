@@ -12,13 +12,14 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::future::{BoxFuture, FutureExt};
+use futures_util::future::{self, BoxFuture, FutureExt};
 use futures_util::stream::{BoxStream, Stream, StreamExt};
 use hedging::timer::Timer;
 use hedging::{Hedgeable, Policy};
 use object_store::path::Path;
 use object_store::{Error, GetOptions, GetRange, ObjectStore, Result};
 
+use crate::is_fatal;
 use crate::read_ahead::first_chunk;
 
 /// How many times its mean wait per chunk so far a body may stay quiet before it stalls.
@@ -55,7 +56,11 @@ impl<S: ObjectStore, Q> Source<S, Q> {
             options.version.clone_from(&self.version);
         }
         let result = self.inner.get_opts(&self.location, options).await?;
-        if result.meta.e_tag != self.e_tag || result.meta.version != self.version {
+        // Only what the first answer named is compared: a weak ETag it had is not kept.
+        let changed =
+            |kept: &Option<String>, answered: &Option<String>| kept.is_some() && kept != answered;
+        if changed(&self.e_tag, &result.meta.e_tag) || changed(&self.version, &result.meta.version)
+        {
             return Err(Error::Precondition {
                 path: self.location.to_string(),
                 source: format!(
@@ -76,6 +81,13 @@ impl<S: ObjectStore, Q> Source<S, Q> {
             (None, _) => Err(generic("a resumed body ended before its first byte".into())),
         }
     }
+}
+
+/// The error of a body that reached byte `offset` of a read ending at `end`.
+pub(crate) fn ran_past(offset: u64, end: u64) -> Error {
+    generic(format!(
+        "the body ran past the end of the read: byte {offset} of a read ending at {end}"
+    ))
 }
 
 fn generic(message: String) -> Error {
@@ -159,9 +171,16 @@ where
         }
     }
 
-    /// A chunk for the caller: counted in the offset and the pace.
+    /// A chunk for the caller: counted in the offset and the pace. A chunk running past
+    /// the read's end ends the read with an error instead: the body is not the range
+    /// its answer said.
     fn deliver(&mut self, chunk: Bytes) -> Poll<Option<Result<Bytes>>> {
-        self.offset = self.offset.saturating_add(chunk.len() as u64);
+        let offset = self.offset.saturating_add(chunk.len() as u64);
+        if offset > self.end {
+            self.state = State::Done;
+            return Poll::Ready(Some(Err(ran_past(offset, self.end))));
+        }
+        self.offset = offset;
         if let Some(since) = self.pace.waiting_since.take() {
             let waited = self.policy.timer().now().saturating_sub(since);
             self.pace.waited = self.pace.waited.saturating_add(waited);
@@ -170,11 +189,30 @@ where
         Poll::Ready(Some(Ok(chunk)))
     }
 
+    /// The body ended: the read is done if it holds every byte to its end, and ends with
+    /// an error if not (a body cut short is not the whole object).
+    fn ended(&mut self) -> Poll<Option<Result<Bytes>>> {
+        self.state = State::Done;
+        if self.offset == self.end {
+            return Poll::Ready(None);
+        }
+        Poll::Ready(Some(Err(generic(format!(
+            "the body ended at byte {} of a read ending at {}",
+            self.offset, self.end
+        )))))
+    }
+
+    /// Whether a resume may still start: a copy is left, a byte is left to read, and the
+    /// policy is on.
+    fn resumable(&self) -> bool {
+        self.copies_left > 0 && self.offset < self.end && self.policy.is_enabled()
+    }
+
     /// Whether the body, pending now, has stalled: quiet for the current delay of the
     /// read's key and for [`PACE_ALLOWANCE`] times its mean wait. If not yet, the watch is
     /// armed for the moment it would be.
     fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.copies_left == 0 || self.offset >= self.end || !self.policy.is_enabled() {
+        if !self.resumable() {
             return false;
         }
         // `fallback` and `delay_fn` policies have no current delay: nothing to time by.
@@ -198,17 +236,18 @@ where
         watch.as_mut().poll(cx).is_ready()
     }
 
-    /// Races the stalled `body` for its next chunk against ranged reads of the rest, as
-    /// a hedged call with the read's key: the policy's schedule, budget and cap decide
-    /// when a resume starts.
-    fn race(&mut self, body: Body) {
+    /// Races `original`, the body's next chunk (or the error it just failed with), against
+    /// ranged reads of the rest, as a hedged call with the read's key: the policy's
+    /// schedule, budget and cap decide when a resume starts; a failed original starts
+    /// one at once.
+    fn race(&mut self, original: BoxFuture<'static, Next>) {
         let started = Arc::new(AtomicUsize::new(0));
         self.started = Arc::clone(&started);
         let (source, range) = (Arc::clone(&self.source), self.offset..self.end);
-        let mut stalled = Some(body);
+        let mut original = Some(original);
         let copies = move || -> BoxFuture<'static, Next> {
-            match stalled.take() {
-                Some(body) => first_chunk(body).boxed(),
+            match original.take() {
+                Some(original) => original,
                 None => {
                     started.fetch_add(1, Relaxed);
                     Arc::clone(&source).read(range.clone()).boxed()
@@ -248,7 +287,7 @@ where
                             this.state = State::Body(body);
                             return this.deliver(chunk);
                         }
-                        Ok((None, _)) => this.state = State::Done,
+                        Ok((None, _)) => return this.ended(),
                         Err(error) => {
                             this.state = State::Done;
                             return Poll::Ready(Some(Err(error)));
@@ -258,12 +297,21 @@ where
                 State::Body(body) => match body.poll_next_unpin(cx) {
                     Poll::Ready(Some(Ok(chunk))) if chunk.is_empty() => {}
                     Poll::Ready(Some(Ok(chunk))) => return this.deliver(chunk),
-                    Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
-                    Poll::Ready(None) => this.state = State::Done,
+                    // A broken body is a failed copy: resumed at once, as the race's
+                    // failure rule starts the next copy.
+                    Poll::Ready(Some(Err(error))) if this.resumable() && !is_fatal(&error) => {
+                        this.state = State::Done;
+                        this.race(future::ready(Err(error)).boxed());
+                    }
+                    Poll::Ready(Some(Err(error))) => {
+                        this.state = State::Done;
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                    Poll::Ready(None) => return this.ended(),
                     Poll::Pending if !this.stalled(cx) => return Poll::Pending,
                     Poll::Pending => {
                         if let State::Body(body) = std::mem::replace(&mut this.state, State::Done) {
-                            this.race(body);
+                            this.race(first_chunk(body).boxed());
                         }
                     }
                 },

@@ -24,6 +24,16 @@ pub enum Pace {
         /// How long the stall lasts.
         hold: Hold,
     },
+    /// Its first `bytes`, then, once `hold` lasted, the body ends short of the length
+    /// the answer's headers name: the server closes the connection, and the client's
+    /// body fails there. (Held first so that the bytes before the break are sent, not
+    /// dropped with the connection.)
+    BreakAfter {
+        /// How many bytes go before the break.
+        bytes: u64,
+        /// How long the bytes before it are let go before the break.
+        hold: Hold,
+    },
     /// In pieces of `piece` bytes: the first at once, each next one after `every`
     /// ([`Hold::Released`]: once the test let one more piece of the key go, with
     /// [`Log::let_pieces_go`]).
@@ -44,7 +54,7 @@ pub(crate) fn paced<E: Send + 'static>(
 ) -> Exclusive<BoxStream<'static, Result<Bytes, E>>> {
     let (split_at, piece) = match pace {
         Pace::Whole => return Exclusive(Mutex::new(body)),
-        Pace::StallAfter { bytes, .. } => (bytes, usize::MAX),
+        Pace::StallAfter { bytes, .. } | Pace::BreakAfter { bytes, .. } => (bytes, usize::MAX),
         Pace::Trickle { piece, .. } => (0, piece.max(1)),
     };
     let state = Shaping {
@@ -56,6 +66,12 @@ pub(crate) fn paced<E: Send + 'static>(
     let paced = stream::unfold(state, move |mut state| {
         let (log, key) = (log.clone(), key.clone());
         async move {
+            if let Pace::BreakAfter { hold, .. } = pace {
+                if state.sent == split_at {
+                    log.hold(&key, hold).await;
+                    return None;
+                }
+            }
             while state.buffered.is_empty() {
                 match state.body.next().await? {
                     Ok(bytes) => state.buffered = bytes,
@@ -67,7 +83,7 @@ pub(crate) fn paced<E: Send + 'static>(
                     log.hold(&key, hold).await;
                     state.buffered.len()
                 }
-                Pace::StallAfter { .. } if state.sent < split_at => {
+                Pace::StallAfter { .. } | Pace::BreakAfter { .. } if state.sent < split_at => {
                     (split_at - state.sent).min(state.buffered.len() as u64) as usize
                 }
                 Pace::Trickle { every, .. } => {
