@@ -9,8 +9,8 @@
 //! not yet kept takes the first that is free or whose key went a whole window without a
 //! call using it (a call's lookup of its delay or its win rate marks its key used). When
 //! both are held by keys in use, the key is not kept and its calls use the policy-wide
-//! estimate; a later call may find a place free. The table is made once,
-//! with the policy: lookups are atomic loads, a takeover one compare-and-swap.
+//! estimate; a later call may find a place free. The table is made once, with the
+//! policy: lookups are atomic loads, a takeover one compare-and-swap.
 //!
 //! - `mod.rs`: the table and the hash.
 //! - `win_rate.rs`: whether hedges still win, and when to withhold them.

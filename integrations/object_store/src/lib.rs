@@ -60,8 +60,8 @@
 //! [`delay`](Policy::delay) without keys) *and* for more than 4 times its mean wait per
 //! chunk so far (the reader's waits, from asking for a chunk to getting it, on the
 //! policy's timer, over every copy of the read; before its second chunk a body has no
-//! pace, and the delay alone decides). So a body that is slow but steady is not stalled, and a reader
-//! that is slower than its body never waits at all.
+//! pace, and the delay alone decides). So a body that is slow but steady is not
+//! stalled, and a reader that is slower than its body never waits at all.
 //!
 //! A stall is raced as a hedged call of its own, by the policy: the stalled body's next
 //! chunk is its original, and a ranged read of the rest is its hedge, from the first

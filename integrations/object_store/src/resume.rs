@@ -300,7 +300,6 @@ where
                     // A broken body is a failed copy: resumed at once, as the race's
                     // failure rule starts the next copy.
                     Poll::Ready(Some(Err(error))) if this.resumable() && !is_fatal(&error) => {
-                        this.state = State::Done;
                         this.race(future::ready(Err(error)).boxed());
                     }
                     Poll::Ready(Some(Err(error))) => {

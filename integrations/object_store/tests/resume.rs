@@ -482,26 +482,26 @@ fn assert_failed_within(bytes: &[u8], error: Option<Error>, expected: &[u8], wha
     assert_eq!(bytes, &expected[..bytes.len()], "every byte once, in order");
 }
 
-#[tokio::test]
-async fn a_resume_that_ends_before_the_reads_end_fails_the_read() {
-    let served = resized(first_answers_stall(STALL_AT), a_resume, cut_short);
+/// Reads the whole object, its first answer stalled and resumed, the resume's body
+/// `reshape`d.
+async fn read_resized_resume(reshape: fn(Bytes) -> (Bytes, usize)) -> (Vec<u8>, Option<Error>) {
+    let served = resized(first_answers_stall(STALL_AT), a_resume, reshape);
     let s = setup_served(SIZE, copies(2), served).await;
     let read = tokio::spawn(read_whole(Arc::clone(&s.store)));
     resume_at(&s, STALL_AT, 2).await;
+    read.await.unwrap()
+}
 
-    let (bytes, error) = read.await.unwrap();
+#[tokio::test]
+async fn a_resume_that_ends_before_the_reads_end_fails_the_read() {
+    let (bytes, error) = read_resized_resume(cut_short).await;
     assert_failed_within(&bytes, error, &object(SIZE, 0), "ended at byte");
     assert_eq!(bytes.len(), SIZE - 80_000, "every byte the resume had");
 }
 
 #[tokio::test]
 async fn a_resume_that_runs_past_the_reads_end_fails_the_read() {
-    let served = resized(first_answers_stall(STALL_AT), a_resume, overrun);
-    let s = setup_served(SIZE, copies(2), served).await;
-    let read = tokio::spawn(read_whole(Arc::clone(&s.store)));
-    resume_at(&s, STALL_AT, 2).await;
-
-    let (bytes, error) = read.await.unwrap();
+    let (bytes, error) = read_resized_resume(overrun).await;
     assert_failed_within(&bytes, error, &object(SIZE, 0), "ran past the end");
 }
 
