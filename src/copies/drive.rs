@@ -143,10 +143,10 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
             None if clock.is_unread() => {
                 // The call's first sleep, its clock unread: the deadline counts from the
                 // call's start, and `now` is that start.
-                self.sleep.set(timer.sleep_from_now(deadline));
-                if self.sleep.is_none() {
+                let Some(sleep) = timer.sleep_from_now(deadline) else {
                     return self.arm_read(race, clock, timer);
-                }
+                };
+                self.sleep.set(Some(sleep));
             }
             None => self.sleep.set(Some(timer.sleep_until(deadline, now))),
         }
@@ -228,6 +228,7 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
     }
 
     /// Starts copy `attempt.index()`, as the race asked, and polls it once.
+    #[inline(always)]
     fn launch<K, Cl, Tm, D>(
         &mut self,
         race: &mut Race<K::Ok, K::Error>,
@@ -386,6 +387,7 @@ impl<C, S> InFlight<'_, C, S> {
 }
 
 /// Polls the copy in `slot` (copy `index`), settling it if it finished.
+#[inline(always)]
 fn poll_slot<K, Cl, Tm, D>(
     slot: &mut Slot<K::Copy>,
     index: usize,

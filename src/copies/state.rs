@@ -129,7 +129,7 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// `NO_KEY` otherwise. A call answered before it needs a race never reads its key.
     #[inline]
     pub(crate) fn key_hash<K: CallKey, Tm>(&self, key: &K, settings: &Settings<Tm>) -> u64 {
-        match self.racing.is_none() && settings.keys.is_some() {
+        match settings.keys.is_some() && self.racing.is_none() {
             true => key.key_hash(),
             false => NO_KEY,
         }

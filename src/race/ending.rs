@@ -170,7 +170,7 @@ impl<T, E> Race<T, E> {
                 key_ended(settings, self.key);
             }
         }
-        if matches!(self.timed, Timed::Hedged | Timed::Probed) && settings.withhold.is_some() {
+        if settings.withhold.is_some() && matches!(self.timed, Timed::Hedged | Timed::Probed) {
             let hedge_won = matches!(end, End::Won { index: 1.., .. });
             record_win(settings, self.key, hedge_won, self.timed == Timed::Probed);
         }
