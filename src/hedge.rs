@@ -219,10 +219,9 @@ impl<F: Factory, P: AsPolicy, C, D, K: CallKey> Hedge<F, P, C, D, K> {
         let CallParts { policy, state } = this.call.project();
         let settings = policy.as_policy().settings();
         let key = state.key_hash(this.key, settings);
-        let copier = &mut FutureCopier(this.factory);
-        let work = (copier, this.classify);
-        let mut poller = Poller::new(work, (this.deadlines, key), settings, cx, &entry);
-        let ran = state.run(&mut poller, entry);
+        let work = (FutureCopier(this.factory), this.classify);
+        let mut poller = Poller::new(work, this.deadlines, settings, cx, &entry);
+        let ran = state.run(&mut poller, entry, key);
         ran.map(|(end, _)| output(end))
     }
 }

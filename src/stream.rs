@@ -115,12 +115,12 @@ where
             return Poll::Ready(item);
         }
         let settings = policy.as_policy().settings();
-        let copier = &mut StreamCopier(this.factory);
+        let mut copier = StreamCopier(this.factory);
         let entry = match state.phase {
             Phase::Running => RaceEntry::Running,
             // Ended without a winner.
             Phase::Done => return Poll::Ready(None),
-            Phase::Idle => match state.as_mut().launch_original(copier, settings, cx) {
+            Phase::Idle => match state.as_mut().launch_original(&mut copier, settings, cx) {
                 Poll::Pending => RaceEntry::Pending,
                 Poll::Ready(finished) => {
                     let verdict = state
@@ -132,8 +132,8 @@ where
         };
         let key = state.key_hash(this.key, settings);
         let work = (copier, this.classify);
-        let mut poller = Poller::new(work, (this.deadlines, key), settings, cx, &entry);
-        let ran = state.run(&mut poller, entry);
+        let mut poller = Poller::new(work, this.deadlines, settings, cx, &entry);
+        let ran = state.run(&mut poller, entry, key);
         let (end, stays) = core::task::ready!(ran);
         *this.committed = stays;
         Poll::Ready(item(end))

@@ -30,22 +30,20 @@ pub(super) struct Slot<C> {
 }
 
 /// One poll of a call: how its copies are made and judged, what its race decides with,
-/// the task to wake, and the call's key for a race made in this poll.
+/// and the task to wake.
 pub(crate) struct Poller<'a, 'cx, K, Cl, Tm, D> {
-    pub(crate) copier: &'a mut K,
+    pub(crate) copier: K,
     pub(crate) classify: &'a mut Cl,
     pub(crate) cx: &'a mut Context<'cx>,
     pub(crate) pass: Pass<'a, Tm, D>,
-    /// The hash of the call's key (see `State::key_hash`), or `NO_KEY`.
-    pub(crate) key: u64,
 }
 
 impl<'a, 'cx, K: Copier, Cl, Tm: Timer, D: Deadlines<K::Error>> Poller<'a, 'cx, K, Cl, Tm, D> {
-    /// The poll of a call with `key` entering its race at `entry`.
+    /// The poll of a call entering its race at `entry`.
     #[inline(always)]
     pub(crate) fn new(
-        (copier, classify): (&'a mut K, &'a mut Cl),
-        (deadlines, key): (&'a D, u64),
+        (copier, classify): (K, &'a mut Cl),
+        deadlines: &'a D,
         settings: &'a Settings<Tm>,
         cx: &'a mut Context<'cx>,
         entry: &RaceEntry<K::Ok, K::Error>,
@@ -56,7 +54,6 @@ impl<'a, 'cx, K: Copier, Cl, Tm: Timer, D: Deadlines<K::Error>> Poller<'a, 'cx, 
             classify,
             cx,
             pass: Pass::new(settings, deadlines, starting),
-            key,
         }
     }
 }
@@ -115,7 +112,7 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
                     }
                     self.read_start(race, timer);
                     let deadline = race.fired();
-                    poller.pass.clock.fired_at(deadline);
+                    poller.pass.clock.fired_at(timer, deadline);
                 }
                 Next::Expire { now, attempt } => self.expire(race, now, attempt, &poller.pass),
                 Next::Start(attempt) => {
@@ -134,7 +131,7 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
     fn arm<T, E, Tm: Timer<Sleep = S>>(
         &mut self,
         race: &mut Race<T, E>,
-        clock: &mut Clock<'_, Tm>,
+        clock: &mut Clock,
         timer: &Tm,
         Arm { deadline, now }: Arm,
     ) -> bool {
@@ -159,10 +156,10 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
     fn arm_read<T, E, Tm: Timer<Sleep = S>>(
         &mut self,
         race: &mut Race<T, E>,
-        clock: &mut Clock<'_, Tm>,
+        clock: &mut Clock,
         timer: &Tm,
     ) -> bool {
-        let now = clock.start();
+        let now = clock.start(timer);
         race.resolve(now);
         let Some(deadline) = race.armed_at() else {
             return false;
@@ -244,7 +241,7 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
         let catch = settings.catch_unwind;
         let made = if K::MAY_DECLINE {
             // Made first: a declined copy never takes a token or a slot, nor runs the hook.
-            match make(poller.copier, attempt, catch) {
+            match make(&mut poller.copier, attempt, catch) {
                 Ok(None) => {
                     race.declined();
                     return None;
@@ -263,7 +260,7 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
                 return None;
             }
             race.hook(settings, &attempt);
-            match make(poller.copier, attempt, catch) {
+            match make(&mut poller.copier, attempt, catch) {
                 Ok(Some(copy)) => Ok(copy),
                 Ok(None) => {
                     panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")

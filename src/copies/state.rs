@@ -331,14 +331,16 @@ impl<C, S, T, E> State<C, S, T, E> {
     }
 
     /// The one run path of a call past its fast path: makes the race if the call has
-    /// none, drives the copies from `entry`, and when the race ends concludes it (every
-    /// copy dropped but a winner that stays, the call counted) and marks the call done.
-    /// Returns the end, and the index of the copy that stays if one does.
+    /// none (for the hash `key` of the call's key, from [`State::key_hash`]), drives the
+    /// copies from `entry`, and when the race ends concludes it (every copy dropped but a
+    /// winner that stays, the call counted) and marks the call done. Returns the end, and
+    /// the index of the copy that stays if one does.
     #[inline(always)]
     pub(crate) fn run<K, Cl, D, Tm>(
         mut self: Pin<&mut Self>,
         poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
         entry: RaceEntry<T, E>,
+        key: u64,
     ) -> Poll<(End<T, E>, Option<usize>)>
     where
         K: Copier<Copy = C, Ok = T, Error = E>,
@@ -348,7 +350,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         S: Future<Output = ()>,
     {
         let settings = poller.pass.settings;
-        let (race, mut copies) = self.as_mut().race(settings, poller.key);
+        let (race, mut copies) = self.as_mut().race(settings, key);
         let Poll::Ready(end) = copies.drive(race, poller, entry) else {
             return Poll::Pending;
         };

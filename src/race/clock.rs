@@ -22,7 +22,7 @@ pub(super) enum Due {
 pub(crate) struct Pass<'a, Tm, D> {
     pub(crate) settings: &'a Settings<Tm>,
     pub(crate) deadlines: &'a D,
-    pub(crate) clock: Clock<'a, Tm>,
+    pub(crate) clock: Clock,
 }
 
 impl<'a, Tm: Timer, D> Pass<'a, Tm, D> {
@@ -43,14 +43,13 @@ impl<'a, Tm: Timer, D> Pass<'a, Tm, D> {
         Pass {
             settings,
             deadlines,
-            clock: Clock::new(&settings.timer, unread),
+            clock: Clock::new(unread),
         }
     }
 }
 
-/// One time reading per poll, taken only if a decision needs it.
-pub(crate) struct Clock<'t, Tm> {
-    timer: &'t Tm,
+/// One time reading per poll, taken from the policy's timer only if a decision needs it.
+pub(crate) struct Clock {
     now: Option<Duration>,
     /// Whether the call's clock starts in this poll and has not been read: it reads zero,
     /// and the times the race takes from it count from the call's start (see
@@ -58,13 +57,12 @@ pub(crate) struct Clock<'t, Tm> {
     unread: bool,
 }
 
-impl<'t, Tm: Timer> Clock<'t, Tm> {
+impl Clock {
     /// The clock of one poll. `unread`, for the poll that starts a call's clock when none
     /// of its decisions needs the time itself (no deadlines, no adaptive delay): until
     /// [`Clock::start`], it reads zero, the call's start.
-    pub(crate) fn new(timer: &'t Tm, unread: bool) -> Self {
+    pub(crate) fn new(unread: bool) -> Self {
         Clock {
-            timer,
             now: unread.then_some(Duration::ZERO),
             unread,
         }
@@ -77,22 +75,22 @@ impl<'t, Tm: Timer> Clock<'t, Tm> {
 
     /// Reads the clock for a poll that began unread, and returns the reading: the call's
     /// start.
-    pub(crate) fn start(&mut self) -> Duration {
-        let now = self.timer.now();
+    pub(crate) fn start<Tm: Timer>(&mut self, timer: &Tm) -> Duration {
+        let now = timer.now();
         self.now = Some(now);
         self.unread = false;
         now
     }
 
     /// The time of this poll, read on first use.
-    pub(crate) fn now(&mut self) -> Duration {
-        *self.now.get_or_insert_with(|| self.timer.now())
+    pub(crate) fn now<Tm: Timer>(&mut self, timer: &Tm) -> Duration {
+        *self.now.get_or_insert_with(|| timer.now())
     }
 
     /// The timer, armed for `deadline`, fired: time has moved on, to the deadline at least
     /// (a timer that fires is trusted, whatever its clock says).
-    pub(crate) fn fired_at(&mut self, deadline: Option<Duration>) {
-        let now = self.timer.now();
+    pub(crate) fn fired_at<Tm: Timer>(&mut self, timer: &Tm, deadline: Option<Duration>) {
+        let now = timer.now();
         self.now = Some(deadline.map_or(now, |deadline| now.max(deadline)));
         self.unread = false;
     }
@@ -119,10 +117,10 @@ pub(super) struct Times {
 /// The race's side of the clock: its times, started from the clock, and moved onto it
 /// when they began unread.
 impl<T, E> Race<T, E> {
-    /// Starts the call's clock unless it runs already.
-    pub(super) fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock<'_, Tm>) -> &mut Times {
+    /// Starts the call's clock, read on `timer`, unless it runs already.
+    pub(super) fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock, timer: &Tm) -> &mut Times {
         self.times.get_or_insert_with(|| {
-            let now = clock.now();
+            let now = clock.now(timer);
             Times {
                 first_start: now,
                 last_start: now,

@@ -79,8 +79,8 @@ impl<T, E> Race<T, E> {
             Verdict::RetryAfter(after) => {
                 if self.launched < self.max_copies {
                     // The server's word beats the schedule and every early start.
-                    let due = clock.now().saturating_add(after);
-                    self.start_clock(clock).next_due = if due < Duration::MAX {
+                    let due = clock.now(&settings.timer).saturating_add(after);
+                    self.start_clock(clock, &settings.timer).next_due = if due < Duration::MAX {
                         Due::At(due)
                     } else {
                         Due::Never

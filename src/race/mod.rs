@@ -181,7 +181,7 @@ impl<T, E> Race<T, E> {
     ) -> Next<T, E> {
         let next = self.decide(pass, oldest_start);
         if pass.clock.is_unread() && !matches!(next, Next::Sleep { rearm: Some(_) }) {
-            self.resolve(pass.clock.start());
+            self.resolve(pass.clock.start(&pass.settings.timer));
         }
         next
     }
@@ -215,11 +215,11 @@ impl<T, E> Race<T, E> {
             self.owed,
             self.key,
         );
-        let times = self.start_clock(clock);
+        let times = self.start_clock(clock, &settings.timer);
         let first_start = times.first_start;
         if can_start && !held && (in_flight == 0 || owed > 0) {
             // Every copy failed, or a failure is to be replaced: the next starts now.
-            let now = clock.now();
+            let now = clock.now(&settings.timer);
             let reason = if in_flight == 0 {
                 Reason::NoneInFlight
             } else {
@@ -251,7 +251,7 @@ impl<T, E> Race<T, E> {
         if armed_at == Some(earliest) {
             return Next::Sleep { rearm: None };
         }
-        let now = clock.now();
+        let now = clock.now(&settings.timer);
         if total_deadline.is_some_and(|deadline| now >= deadline) {
             return Next::End(self.kept.time_out(|| deadlines.elapsed()));
         }
@@ -308,7 +308,7 @@ impl<T, E> Race<T, E> {
         }
         let first_ask = !self.asked && !self.due_with_call();
         self.asked |= first_ask;
-        match settings.admit_hedge(first_ask, || clock.now()) {
+        match settings.admit_hedge(first_ask, || clock.now(&settings.timer)) {
             Ok(holds_slot) => {
                 self.slots |= u64::from(holds_slot) << self.launched;
                 true
@@ -324,12 +324,13 @@ impl<T, E> Race<T, E> {
     /// for (see `min_win_rate`); a withheld copy is counted, and the clock starts no
     /// other.
     #[cold]
-    fn may_hedge<Tm: Timer>(&mut self, settings: &Settings<Tm>, clock: &mut Clock<'_, Tm>) -> bool {
+    fn may_hedge<Tm: Timer>(&mut self, settings: &Settings<Tm>, clock: &mut Clock) -> bool {
         if self.timed == Timed::Withheld {
             self.spend(Reason::Due);
             return false;
         }
-        let Some((withhold, rate)) = settings.win_rate_for(self.key, clock.now()) else {
+        let Some((withhold, rate)) = settings.win_rate_for(self.key, clock.now(&settings.timer))
+        else {
             return true;
         };
         match rate.ask(withhold) {
