@@ -270,43 +270,62 @@ fn a_call_that_may_not_hedge_still_moves_first_on() {
 }
 
 #[test]
-fn on_its_own_replicas_is_a_round_robin_over_every_clone() {
+fn on_its_own_replicas_is_a_round_robin_over_every_handle() {
     let Set {
         timer,
         sent,
         replicas,
         ..
     } = set(&[Mood::Answers(0); 3]);
-    let mut one = replicas.clone();
+    let mut one = replicas.handle();
     let mut two = replicas;
 
-    for request in 0..3 {
+    for request in 0..4 {
         let handle = if request == 1 { &mut two } else { &mut one };
         block_on(handle.ready()).unwrap();
         let response = block_on(handle.call(request));
-        assert_eq!(response, Ok((request as usize, request)));
+        assert_eq!(response, Ok((request as usize % 3, request)));
     }
-    assert_eq!(*sent.lock().unwrap(), [(0, 0), (1, 1), (2, 2)]);
+    assert_eq!(*sent.lock().unwrap(), [(0, 0), (1, 1), (2, 2), (0, 3)]);
     drop(timer);
 }
 
 #[test]
-fn a_clone_taken_after_a_call_continues_it_on_the_next_replica() {
-    let Set { sent, replicas, .. } = set(&[Mood::Answers(0); 3]);
-    let mut first = replicas.clone();
+fn calls_in_flight_together_each_spread_their_copies_from_their_own_first() {
+    let Set {
+        timer,
+        sent,
+        replicas,
+        ..
+    } = set(&[Mood::Answers(100); 3]);
+    let mut service = HedgeLayer::new(policy(&timer, 3, 10)).layer(replicas);
 
-    block_on(first.ready()).unwrap();
-    block_on(first.call(1)).unwrap();
-    let (mut retry, mut again) = (first.clone(), first.clone());
-    block_on(retry.ready()).unwrap();
-    block_on(retry.call(1)).unwrap();
-    block_on(again.ready()).unwrap();
-    block_on(again.call(1)).unwrap();
-    // Readied again, the first handle starts a call of its own, on the set's next.
-    block_on(first.ready()).unwrap();
-    block_on(first.call(2)).unwrap();
+    // Two calls sent before either hedges: their hedges are made interleaved, call by
+    // call, as the timer fires for each.
+    block_on(service.ready()).unwrap();
+    let mut a = Driver::new(service.call(1));
+    block_on(service.ready()).unwrap();
+    let mut b = Driver::new(service.call(2));
+    assert_eq!((a.poll(), b.poll()), (Poll::Pending, Poll::Pending));
+    for _ in 0..2 {
+        timer.advance(ms(10));
+        assert_eq!((a.poll(), b.poll()), (Poll::Pending, Poll::Pending));
+    }
+    assert_eq!(
+        sent.lock().unwrap().len(),
+        6,
+        "every copy of both calls was sent"
+    );
+    assert_eq!(a.run(&timer), Ok((0, 1)));
+    assert_eq!(b.run(&timer), Ok((1, 2)));
 
-    assert_eq!(*sent.lock().unwrap(), [(0, 1), (1, 1), (2, 1), (1, 2)]);
+    let mut sent = sent.lock().unwrap().clone();
+    sent.sort_by_key(|&(replica, request)| (request, replica));
+    assert_eq!(
+        sent,
+        [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)],
+        "each call reached every replica once"
+    );
 }
 
 #[test]
@@ -316,12 +335,17 @@ fn an_empty_set_is_refused() {
 }
 
 #[test]
-fn replicas_are_clone_send_and_debug() {
+fn replicas_are_send_sync_and_debug_and_their_hedge_service_is_clone() {
     fn assert_send_sync<T: Send + Sync>(_: &T) {}
-    let Set { replicas, .. } = set(&[Mood::Answers(1); 2]);
+    fn assert_clone<T: Clone>(_: &T) {}
+    let Set {
+        timer, replicas, ..
+    } = set(&[Mood::Answers(1); 2]);
     assert_send_sync(&replicas);
     assert_eq!(replicas.len(), 2);
     assert_eq!(replicas.services()[1].id, 1);
-    let debug = format!("{:?}", replicas.clone());
+    let debug = format!("{:?}", replicas.handle());
     assert!(debug.starts_with("Replicas {"), "{debug}");
+    let service = HedgeLayer::new(policy(&timer, 2, 10)).layer(replicas);
+    assert_clone(&service);
 }

@@ -10,20 +10,19 @@ use core::task::{Context, Poll};
 use pin_project::pin_project;
 use tower_service::Service;
 
-use super::CloneRequest;
+use super::{CloneRequest, HedgeTarget};
 use crate::attempt::Attempt;
 use crate::factory::Factory;
 
 /// The [`Factory`] of a [`HedgeService`](super::HedgeService) call: the original was
-/// sent by [`HedgeService::call`](super::HedgeService::call); each hedge gets a clone of
-/// the service that sent it and a copy of the request.
-///
-/// Every hedge clones the service, the last one too: a clone taken after a call is what
-/// sends a [`Replicas`](super::Replicas) copy to the next replica.
+/// sent by [`HedgeService::call`](super::HedgeService::call); each hedge gets the
+/// service [`HedgeTarget::for_copy`] gives for its attempt (a clone of the one that sent
+/// the original; for a [`Replicas`](super::Replicas) set, the replica after the
+/// original's by the attempt's index) and a copy of the request.
 pub struct ServiceCopies<S: Service<Req>, Req, R> {
     original: Option<S::Future>,
-    /// The service that sent the original, cloned for each hedge, and the request the
-    /// call was given, copied for each: `None` when the call may not hedge (decided by
+    /// The service that sent the original, which gives the service of each hedge, and
+    /// the request the call was given, copied for each: `None` when the call may not hedge (decided by
     /// [`HedgeLayer::call_with`](super::HedgeLayer::call_with)), and after the last copy.
     hedges: Option<(S, Req)>,
     clone_request: R,
@@ -31,7 +30,7 @@ pub struct ServiceCopies<S: Service<Req>, Req, R> {
 
 impl<S, Req, R> Factory for ServiceCopies<S, Req, R>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     R: CloneRequest<Req>,
 {
     type Ok = S::Response;
@@ -44,7 +43,7 @@ where
         }
         let (service, to_copy) = self.hedges.as_ref()?;
         let request = self.clone_request.clone_request(to_copy, attempt)?;
-        let service = service.clone();
+        let service = service.for_copy(attempt);
         if attempt.index() + 1 >= attempt.max_copies() {
             self.hedges = None;
         }

@@ -8,7 +8,7 @@ use core::task::{Context, Poll};
 use pin_project::pin_project;
 use tower_service::Service;
 
-use super::{CloneRequest, ServiceCopies};
+use super::{CloneRequest, HedgeTarget, ServiceCopies};
 use crate::attempt::Classify;
 use crate::hedge::Hedge;
 use crate::key::KeyHash;
@@ -22,7 +22,7 @@ use crate::timer::Timer;
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct ResponseFuture<S, Req, T, R, K>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     T: Timer,
     R: CloneRequest<Req>,
 {
@@ -32,7 +32,7 @@ where
 
 impl<S, Req, T, R, K> ResponseFuture<S, Req, T, R, K>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     T: Timer,
     R: CloneRequest<Req>,
 {
@@ -56,7 +56,7 @@ where
 
 impl<S, Req, T, R, K> Future for ResponseFuture<S, Req, T, R, K>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     T: Timer,
     R: CloneRequest<Req>,
     K: Classify<S::Response, S::Error>,
@@ -71,7 +71,7 @@ where
 
 impl<S, Req, T, R, K> futures_core::FusedFuture for ResponseFuture<S, Req, T, R, K>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     T: Timer,
     R: CloneRequest<Req>,
     K: Classify<S::Response, S::Error>,
@@ -83,7 +83,7 @@ where
 
 impl<S, Req, T, R, K> fmt::Debug for ResponseFuture<S, Req, T, R, K>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     T: Timer,
     R: CloneRequest<Req>,
 {

@@ -22,14 +22,16 @@
 //! [`poll_ready`](Service::poll_ready) readied sends the original at once, and each hedge
 //! drives its own clone to readiness inside the response future (a failed `poll_ready` is
 //! a failed copy). A service that is not `Clone` can be wrapped in tower's `Buffer` first.
+//! What the inner service must be is [`HedgeTarget`]: any `Clone` service, or a
+//! [`Replicas`] set.
 //!
 //! # Replicas
 //!
 //! Given a [`Replicas`] set (one service per replica, or several connections to one
-//! host), copy k of a call goes to replica `(first + k) mod n`, `first` moving on by one
-//! from call to call, and each copy readies its own replica: a hedge does not follow its
-//! original to the replica that is slow, and a replica that fails to become ready fails
-//! only the copy sent to it.
+//! host), copy k of a call goes to replica `(first + k) mod n`, chosen by its attempt
+//! ([`HedgeTarget::for_copy`]), `first` moving on by one from call to call, and each copy
+//! readies its own replica: a hedge does not follow its original to the replica that is
+//! slow, and a replica that fails to become ready fails only the copy sent to it.
 //!
 //! # Requests
 //!
@@ -61,10 +63,12 @@ use tower_service::Service;
 mod copy;
 mod future;
 mod replicas;
+mod target;
 
 pub use self::copy::{CopyFuture, ServiceCopies};
 pub use self::future::ResponseFuture;
 pub use self::replicas::Replicas;
+pub use self::target::HedgeTarget;
 
 use crate::attempt::{Attempt, ByResult, Classify, When};
 use crate::builder::PolicyBuilder;
@@ -195,8 +199,8 @@ impl<T, R, K> HedgeLayer<T, R, K> {
     /// Hedges one request through `inner` as the service this layer makes would, without
     /// making one: for middleware that picks its policy request by request. `inner` must
     /// be ready (its `poll_ready` returned `Ready(Ok)`); it sends the original, and when
-    /// the call may hedge it is left holding an unready clone, as tower's middleware
-    /// leaves a service after `call`. It takes the layer: clone one per request (a clone
+    /// the call may hedge it is left holding an unready handle ([`HedgeTarget::handle`],
+    /// a clone), as tower's middleware leaves a service after `call`. It takes the layer: clone one per request (a clone
     /// is a few reference counts).
     ///
     /// ```
@@ -212,7 +216,7 @@ impl<T, R, K> HedgeLayer<T, R, K> {
     #[inline]
     pub fn call<S, Req>(self, inner: &mut S, request: Req) -> ResponseFuture<S, Req, T, R, K>
     where
-        S: Service<Req> + Clone,
+        S: Service<Req> + HedgeTarget,
         T: Timer,
         R: CloneRequest<Req>,
     {
@@ -249,7 +253,7 @@ impl<T, R, K> HedgeLayer<T, R, K> {
         prepare: impl FnOnce(Given, bool) -> Req,
     ) -> ResponseFuture<S, Req, T, R, K>
     where
-        S: Service<Req> + Clone,
+        S: Service<Req> + HedgeTarget,
         T: Timer,
         R: CloneRequest<Req>,
     {
@@ -263,11 +267,12 @@ impl<T, R, K> HedgeLayer<T, R, K> {
             .flatten();
         let (copies, max_copies) = match first {
             // The original sends a copy; the call's own request stays, to copy for hedges.
-            // The readied instance sends the original and stays with the call: hedges
-            // ready clones of it taken after that call (a set of replicas sends them on to
-            // the next replica). `inner` is left holding a clone taken before it.
+            // The readied instance sends the original and stays with the call: each hedge
+            // readies the service it gives for the hedge's attempt (a clone; a set of
+            // replicas, the replica after the original's). `inner` is left holding a handle
+            // taken before it.
             Some(first) => {
-                let unready = inner.clone();
+                let unready = inner.handle();
                 let mut ready = mem::replace(inner, unready);
                 let original = ready.call(first);
                 let hedges = Some((ready, request));
@@ -385,7 +390,7 @@ impl<S, T, R, K> HedgeService<S, T, R, K> {
 
 impl<S, Req, T, R, K> Service<Req> for HedgeService<S, T, R, K>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + HedgeTarget,
     T: Timer,
     R: CloneRequest<Req> + Clone,
     K: Classify<S::Response, S::Error> + Clone,
@@ -403,10 +408,10 @@ where
     }
 }
 
-impl<S: Clone, T, R: Clone, K: Clone> Clone for HedgeService<S, T, R, K> {
+impl<S: HedgeTarget, T, R: Clone, K: Clone> Clone for HedgeService<S, T, R, K> {
     fn clone(&self) -> Self {
         HedgeService {
-            inner: self.inner.clone(),
+            inner: self.inner.handle(),
             layer: self.layer.clone(),
         }
     }

@@ -9,15 +9,16 @@ use alloc::vec::Vec;
 
 use tower_service::Service;
 
-use super::CopyFuture;
+use super::{CopyFuture, HedgeTarget};
+use crate::attempt::Attempt;
 
 /// A set of services a call's copies are spread over: replicas of a backend (one tonic
 /// `Channel` per host, one client per address) or several connections to one host.
 ///
 /// Behind a [`HedgeService`](super::HedgeService), copy k of a call goes to replica
-/// `(first + k) mod n`, where `first` moves on by one from call to call, so a hedge never
-/// meets the replica (or the connection) its original is stuck on while another is
-/// left:
+/// `(first + k) mod n`, chosen by the copy's attempt, where `first` moves on by one from
+/// call to call, so a hedge never meets the replica (or the connection) its original is
+/// stuck on while another is left:
 ///
 /// ```
 /// use std::time::Duration;
@@ -47,31 +48,40 @@ use super::CopyFuture;
 ///
 /// # Which replica a call goes to
 ///
-/// Used on its own, a `Replicas` is a round robin: each call goes to the next replica,
-/// counted over every clone. A clone taken from a `Replicas` after it sent a call (and
-/// before it is readied again) continues that call instead: it sends to the replica after
-/// the last one that call reached. This is how the copies of one hedged call reach
-/// `first`, `first + 1`, ...; a retry middleware that clones its service after the first
-/// try (as tower's `Retry` does) sends its retries to the next replicas in the same way.
+/// A call sent through a handle of the set goes to the next replica of a round robin
+/// counted over every handle: on its own, a `Replicas` is a round robin. The copies of a
+/// hedged call are placed by their attempt: the set is a [`HedgeTarget`], and
+/// [`HedgeTarget::for_copy`] gives copy k a handle on the replica k after the original's.
 /// A `Replicas` of one service sends everything to that service.
+///
+/// A set is not `Clone`, so that no middleware clones it for a copy and sends that copy
+/// wherever the clone's next call would go: a copy's replica comes from its attempt
+/// only. Another handle on the same set is [`Replicas::handle`]; a
+/// [`HedgeService`](super::HedgeService) over a set is `Clone`. Middleware between the
+/// two implements [`HedgeTarget`] by handing it on; middleware each replica needs (a
+/// timeout, a concurrency limit) goes inside the set, around each replica's service.
+///
+/// ```compile_fail,E0277
+/// fn clone<T: Clone>(value: &T) -> T {
+///     value.clone()
+/// }
+/// let set = hedging::tower::Replicas::new([tower::service_fn(|x: u8| async move { Ok::<_, ()>(x) })]);
+/// let _ = clone(&set); // a set is not `Clone`
+/// ```
 pub struct Replicas<S> {
     set: Arc<Set<S>>,
-    /// The replica this handle's next call goes to, when it continues a call.
+    /// The replica this handle's next call goes to, when it sends a copy of a call.
     pinned: Option<usize>,
-    /// After this handle sent a call, until it is readied again: the replica its next
-    /// clone is pinned to; [`NONE`] otherwise.
-    next_copy: AtomicUsize,
+    /// The replica this handle's last call went to: where its call's copies count from.
+    sent: usize,
 }
 
-/// What every clone of a [`Replicas`] shares.
+/// What every handle of a [`Replicas`] shares.
 struct Set<S> {
     services: Vec<S>,
-    /// Calls started on the set, not continuing another: the first replica of the next.
+    /// Calls started on the set, not copies of another: the first replica of the next.
     calls: AtomicUsize,
 }
-
-/// `next_copy` of a handle that has no call to continue.
-const NONE: usize = usize::MAX;
 
 impl<S> Replicas<S> {
     /// The set of `services`, in the order copies go through them.
@@ -91,7 +101,17 @@ impl<S> Replicas<S> {
                 calls: AtomicUsize::new(0),
             }),
             pinned: None,
-            next_copy: AtomicUsize::new(NONE),
+            sent: 0,
+        }
+    }
+
+    /// Another handle on the same set, sharing its round robin: a call sent through it
+    /// goes to the set's next replica.
+    pub fn handle(&self) -> Self {
+        Replicas {
+            set: Arc::clone(&self.set),
+            pinned: None,
+            sent: 0,
         }
     }
 
@@ -109,13 +129,22 @@ impl<S> Replicas<S> {
     pub fn is_empty(&self) -> bool {
         false
     }
+}
 
-    /// The replica after `index`.
-    fn after(&self, index: usize) -> usize {
-        if index + 1 == self.len() {
-            0
-        } else {
-            index + 1
+impl<S> HedgeTarget for Replicas<S> {
+    /// [`Replicas::handle`].
+    fn handle(&self) -> Self {
+        Replicas::handle(self)
+    }
+
+    /// A handle whose next call goes to the replica `attempt.index()` after the one this
+    /// handle's last call went to (`(first + k) mod n` for copy k of a call whose original
+    /// went to `first`).
+    fn for_copy(&self, attempt: Attempt) -> Self {
+        Replicas {
+            set: Arc::clone(&self.set),
+            pinned: Some((self.sent + attempt.index()) % self.len()),
+            sent: 0,
         }
     }
 }
@@ -127,8 +156,6 @@ impl<S: Service<Req> + Clone, Req> Service<Req> for Replicas<S> {
 
     /// Always ready; the replica a call goes to is readied inside its future.
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        // Readied for a call of its own: it continues no earlier one.
-        *self.next_copy.get_mut() = NONE;
         Poll::Ready(Ok(()))
     }
 
@@ -137,26 +164,8 @@ impl<S: Service<Req> + Clone, Req> Service<Req> for Replicas<S> {
             .pinned
             .take()
             .unwrap_or_else(|| self.set.calls.fetch_add(1, Relaxed) % self.len());
-        *self.next_copy.get_mut() = self.after(index);
+        self.sent = index;
         CopyFuture::readying(self.set.services[index].clone(), request)
-    }
-}
-
-impl<S> Clone for Replicas<S> {
-    /// A handle of the same set; pinned to the next replica of the call this one sent,
-    /// if it sent one since it was last readied.
-    fn clone(&self) -> Self {
-        let pinned = self
-            .next_copy
-            .fetch_update(Relaxed, Relaxed, |next| {
-                (next != NONE).then(|| self.after(next))
-            })
-            .ok();
-        Replicas {
-            set: Arc::clone(&self.set),
-            pinned,
-            next_copy: AtomicUsize::new(NONE),
-        }
     }
 }
 
@@ -165,6 +174,66 @@ impl<S: fmt::Debug> fmt::Debug for Replicas<S> {
         f.debug_struct("Replicas")
             .field("services", &self.set.services)
             .field("pinned", &self.pinned)
+            .field("sent", &self.sent)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use core::future::{Future, Ready};
+    use core::time::Duration;
+
+    use super::*;
+
+    /// A replica that answers with its own number.
+    #[derive(Clone)]
+    struct Numbered(usize);
+
+    impl Service<()> for Numbered {
+        type Response = usize;
+        type Error = ();
+        type Future = Ready<Result<usize, ()>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, (): ()) -> Self::Future {
+            core::future::ready(Ok(self.0))
+        }
+    }
+
+    /// The replica `call`, a call sent through a handle of a set, went to.
+    fn replica(call: CopyFuture<Numbered, ()>) -> usize {
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        match core::pin::pin!(call).poll(&mut cx) {
+            Poll::Ready(Ok(replica)) => replica,
+            other => panic!("a numbered replica answers at once: {other:?}"),
+        }
+    }
+
+    /// Where `handle`'s next call goes.
+    fn next_replica(mut handle: Replicas<Numbered>) -> usize {
+        replica(handle.call(()))
+    }
+
+    #[test]
+    fn a_copys_replica_is_chosen_by_its_attempt_in_any_order() {
+        let set = Replicas::new((0..3).map(Numbered));
+        let mut sent = set.handle();
+        // Two calls before this one: its original goes to replica 2.
+        assert_eq!(next_replica(set.handle()), 0);
+        assert_eq!(next_replica(set.handle()), 1);
+        assert_eq!(replica(sent.call(())), 2);
+
+        // Asked for out of order, twice, copy k still goes to replica (2 + k) mod 3.
+        for k in [3, 1, 0, 2, 1, 5] {
+            let copy = sent.for_copy(Attempt::new(k, 6, Duration::ZERO));
+            assert_eq!(next_replica(copy), (2 + k) % 3, "copy {k}");
+        }
+        // Its copies took nothing from the round robin: the set's next call goes on from it.
+        assert_eq!(next_replica(set.handle()), 0);
     }
 }

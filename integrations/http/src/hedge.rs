@@ -10,7 +10,7 @@ use std::task::{ready, Context, Poll};
 use futures_core::FusedFuture;
 use hedging::key::KeyHash;
 use hedging::timer::Timer;
-use hedging::tower::HedgeLayer;
+use hedging::tower::{HedgeLayer, HedgeTarget};
 use hedging::{Attempt, Classify, Policy};
 use http::{Method, Request, Response};
 use http_body::Body;
@@ -178,7 +178,8 @@ impl<T: fmt::Debug, K> fmt::Debug for HttpHedgeLayer<T, K> {
 ///
 /// It takes `http::Request<B>` and hands the inner service `http::Request<ReplayBody<B>>`
 /// (see [`ReplayBody`]); its response and error types are the inner service's own. The
-/// inner service must be `Clone`: each hedge drives a clone of it to readiness.
+/// inner service must be a [`HedgeTarget`]: `Clone` (each hedge drives a clone of it to
+/// readiness), or a [`Replicas`](hedging::tower::Replicas) set.
 ///
 /// A request of a method the layer hedges, without [`NoHedge`](crate::NoHedge), is a
 /// call: it goes through the race and counts in the policy's `calls`. While the policy is
@@ -197,7 +198,7 @@ impl<S, T, K> HttpHedge<S, T, K> {
 
 impl<S, T, K, B, ResBody> Service<Request<B>> for HttpHedge<S, T, K>
 where
-    S: Service<Request<ReplayBody<B>>, Response = Response<ResBody>> + Clone,
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResBody>> + HedgeTarget,
     B: Body + Unpin,
     T: Timer,
     K: Classify<Response<ResBody>, S::Error> + Clone,
@@ -273,7 +274,7 @@ pub(crate) fn start<S, B, T, K>(
     prepare: impl FnOnce(Request<B>, bool) -> Request<ReplayBody<B>>,
 ) -> ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
     K: Classify<S::Response, S::Error> + Clone,
@@ -299,7 +300,7 @@ pub(crate) fn out_of_scope<S, B, T, K>(
     request: Request<B>,
 ) -> ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {
@@ -342,7 +343,7 @@ type Race<S, B, T, K> = hedging::tower::ResponseFuture<
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {
@@ -356,7 +357,7 @@ where
 #[pin_project(project = StateProj)]
 enum State<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {
@@ -376,7 +377,7 @@ where
 
 impl<S, B, T, K> ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {
@@ -396,7 +397,7 @@ where
 
 impl<S, B, T, K> Future for ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
     K: Classify<S::Response, S::Error>,
@@ -419,7 +420,7 @@ where
 
 impl<S, B, T, K> FusedFuture for ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
     K: Classify<S::Response, S::Error>,
@@ -435,7 +436,7 @@ where
 
 impl<S, B, T, K> fmt::Debug for ResponseFuture<S, B, T, K>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {
@@ -451,10 +452,10 @@ where
     }
 }
 
-impl<S: Clone, T, K: Clone> Clone for HttpHedge<S, T, K> {
+impl<S: HedgeTarget, T, K: Clone> Clone for HttpHedge<S, T, K> {
     fn clone(&self) -> Self {
         HttpHedge {
-            inner: self.inner.clone(),
+            inner: self.inner.handle(),
             layer: self.layer.clone(),
         }
     }

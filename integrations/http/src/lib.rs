@@ -110,8 +110,8 @@
 //! # Copies to replicas
 //!
 //! Both layers take a [`hedging::tower::Replicas`] set as their inner service: copy k of
-//! a call goes to replica `(first + k) mod n`, `first` moving on by one per call, each
-//! copy readying its own replica, so a hedge does not follow its original to the replica
+//! a call goes to replica `(first + k) mod n`, chosen by its attempt, `first` moving on
+//! by one per call, each copy readying its own replica, so a hedge does not follow its original to the replica
 //! (or connection) that is slow, and a replica that refuses fails only its own copy. For
 //! gRPC, one tonic `Channel` per replica: `Replicas::new([channel_a, channel_b])`. For a
 //! hyper-util client, one [`Origin`] per address: `Origin::replicas(client, origins)`.
@@ -127,8 +127,10 @@
 //!
 //! # Requirements
 //!
-//! - The inner service is `Clone` (each hedge drives a clone of it to readiness): put
-//!   one that is not behind tower's `Buffer`.
+//! - The inner service is `Clone` (each hedge drives a clone of it to readiness), or a
+//!   [`Replicas`](hedging::tower::Replicas) set: either is a
+//!   [`HedgeTarget`](hedging::tower::HedgeTarget). Put a service that is neither behind
+//!   tower's `Buffer`; middleware each replica needs goes inside the set.
 //! - The request body is `Unpin`: box one that is not (`http_body_util::BodyExt::boxed`).
 //! - Pass the policy a timer that fits the runtime: `hedging::timer::TokioTimer`
 //!   (feature `tokio`) on tokio, so that a test's paused tokio clock drives the hedges;

@@ -9,7 +9,7 @@ mod grpc_scene;
 
 use std::time::Duration;
 
-use grpc_scene::{echo, hedged};
+use grpc_scene::echo;
 use hedging::tower::Replicas;
 use hedging_http::grpc::GrpcHedgeLayer;
 use hedging_http::{HttpHedgeLayer, Origin};
@@ -159,7 +159,7 @@ async fn grpc_copy_k_reaches_channel_first_plus_k_and_the_next_call_starts_one_o
     let clock = VirtualClock::new();
     let (servers, replicas) = grpc_servers(&clock).await;
     let layer = GrpcHedgeLayer::new(clock.policy(3, HEDGE_DELAY)).all_methods();
-    let stack = hedged(layer, replicas);
+    let stack = layer.for_tonic().layer(replicas);
 
     for (call, script) in ["hold | hold | ok", "hold | hold | ok;"]
         .into_iter()
@@ -189,7 +189,11 @@ async fn grpc_a_stalled_replica_is_rescued_by_the_next() {
     let (servers, replicas) = grpc_servers(&clock).await;
     let layer = GrpcHedgeLayer::new(clock.policy(2, HEDGE_DELAY)).all_methods();
 
-    let reply = tokio::spawn(say(hedged(layer, replicas), echo("hold | ok"), SAY));
+    let reply = tokio::spawn(say(
+        layer.for_tonic().layer(replicas),
+        echo("hold | ok"),
+        SAY,
+    ));
     clock.hedge(&servers[0], "hold | ok", 1, HEDGE_DELAY).await;
 
     assert_eq!(reply.await.unwrap().unwrap().attempt, 1, "the hedge won");
@@ -213,7 +217,9 @@ async fn grpc_a_refusing_replica_is_skipped_at_once() {
     let layer = GrpcHedgeLayer::new(policy.clone()).all_methods();
 
     // No time passes: the refused copy fails as UNAVAILABLE, and the next starts at once.
-    let reply = say(hedged(layer, replicas), echo("ok"), SAY).await.unwrap();
+    let reply = say(layer.for_tonic().layer(replicas), echo("ok"), SAY)
+        .await
+        .unwrap();
 
     assert_eq!(reply.attempt, 1, "the second copy answered");
     assert_eq!(clock.now(), Duration::ZERO);

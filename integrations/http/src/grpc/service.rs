@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use futures_core::FusedFuture;
 use hedging::timer::Timer;
+use hedging::tower::HedgeTarget;
 use hedging::{Attempt, Classify};
 use http::{HeaderName, HeaderValue, Request, Response};
 use http_body::Body;
@@ -72,7 +73,7 @@ struct CallTimeout(Duration);
 
 impl<S, T, B, ResBody> Service<Request<B>> for GrpcHedge<S, T>
 where
-    S: Service<Request<ReplayBody<B>>, Response = Response<ResBody>> + Clone,
+    S: Service<Request<ReplayBody<B>>, Response = Response<ResBody>> + HedgeTarget,
     B: Body + Unpin,
     T: Timer,
 {
@@ -154,10 +155,10 @@ fn copy_grpc_request<B: Body>(
     Some(copy)
 }
 
-impl<S: Clone, T> Clone for GrpcHedge<S, T> {
+impl<S: HedgeTarget, T> Clone for GrpcHedge<S, T> {
     fn clone(&self) -> Self {
         GrpcHedge {
-            inner: self.inner.clone(),
+            inner: self.inner.handle(),
             layer: self.layer.clone(),
         }
     }
@@ -180,7 +181,7 @@ impl<S: fmt::Debug, T: fmt::Debug> fmt::Debug for GrpcHedge<S, T> {
 #[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct ResponseFuture<S, B, T>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {
@@ -190,7 +191,7 @@ where
 
 impl<S, B, T> Future for ResponseFuture<S, B, T>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
     GrpcVerdict: Classify<S::Response, S::Error>,
@@ -204,7 +205,7 @@ where
 
 impl<S, B, T> FusedFuture for ResponseFuture<S, B, T>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
     GrpcVerdict: Classify<S::Response, S::Error>,
@@ -216,7 +217,7 @@ where
 
 impl<S, B, T> fmt::Debug for ResponseFuture<S, B, T>
 where
-    S: Service<Request<ReplayBody<B>>> + Clone,
+    S: Service<Request<ReplayBody<B>>> + HedgeTarget,
     B: Body,
     T: Timer,
 {

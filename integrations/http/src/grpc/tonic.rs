@@ -43,6 +43,7 @@ use std::task::{Context, Poll};
 
 use ::tonic::body::Body;
 use hedging::timer::Timer;
+use hedging::tower::HedgeTarget;
 use hedging::Policy;
 use http::{Request, Response};
 use tower_layer::Layer;
@@ -135,7 +136,7 @@ pub type ResponseFuture<S, T> = super::ResponseFuture<IntoTonicBody<S>, Body, T>
 
 impl<S, T, ResBody> Service<Request<Body>> for TonicHedge<S, T>
 where
-    S: Service<Request<Body>, Response = Response<ResBody>> + Clone,
+    S: Service<Request<Body>, Response = Response<ResBody>> + HedgeTarget,
     T: Timer,
 {
     type Response = Response<ResBody>;
@@ -151,7 +152,7 @@ where
     }
 }
 
-impl<S: Clone, T> Clone for TonicHedge<S, T> {
+impl<S: HedgeTarget, T> Clone for TonicHedge<S, T> {
     fn clone(&self) -> Self {
         TonicHedge {
             hedge: self.hedge.clone(),
@@ -167,9 +168,27 @@ impl<S: fmt::Debug, T: fmt::Debug> fmt::Debug for TonicHedge<S, T> {
 
 /// The inner service as [`TonicHedge`] drives it: each copy's replayed body wrapped in
 /// `tonic::body::Body` (`Body::new`), the `map_request` a `Channel` would otherwise need.
-#[derive(Clone, Debug)]
+///
+/// A [`HedgeTarget`] as the service it wraps is: each copy goes where that service sends
+/// it (a clone of a `Channel`; for a [`Replicas`](hedging::tower::Replicas) set of
+/// channels, the copy's own replica).
+#[derive(Debug)]
 pub struct IntoTonicBody<S> {
     inner: S,
+}
+
+impl<S: HedgeTarget> HedgeTarget for IntoTonicBody<S> {
+    fn handle(&self) -> Self {
+        IntoTonicBody {
+            inner: self.inner.handle(),
+        }
+    }
+
+    fn for_copy(&self, attempt: hedging::Attempt) -> Self {
+        IntoTonicBody {
+            inner: self.inner.for_copy(attempt),
+        }
+    }
 }
 
 impl<S> Service<Request<ReplayBody<Body>>> for IntoTonicBody<S>
