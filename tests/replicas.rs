@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use common::{ms, policy, Driver};
 use futures::executor::block_on;
 use hedging::timer::{ManualTimer, Timer};
-use hedging::tower::{HedgeLayer, Replicas};
+use hedging::tower::{HedgeLayer, HedgeService, Replicas};
 use tower::{Layer, Service, ServiceExt};
 
 /// What a replica does with each request it is sent.
@@ -94,15 +94,26 @@ fn set(moods: &[Mood]) -> Set {
     }
 }
 
-#[test]
-fn copy_k_reaches_replica_first_plus_k_and_first_moves_on_by_one_per_call() {
+/// Three replicas that answer in 100 ms, behind a layer that sends up to three copies
+/// 10 ms apart: every copy of a call goes out before the original answers.
+fn three_slow_replicas() -> (
+    ManualTimer,
+    Sent,
+    HedgeService<Replicas<Replica>, ManualTimer>,
+) {
     let Set {
         timer,
         sent,
         replicas,
         ..
     } = set(&[Mood::Answers(100); 3]);
-    let mut service = HedgeLayer::new(policy(&timer, 3, 10)).layer(replicas);
+    let service = HedgeLayer::new(policy(&timer, 3, 10)).layer(replicas);
+    (timer, sent, service)
+}
+
+#[test]
+fn copy_k_reaches_replica_first_plus_k_and_first_moves_on_by_one_per_call() {
+    let (timer, sent, mut service) = three_slow_replicas();
 
     for call in 0..4 {
         block_on(service.ready()).unwrap();
@@ -292,13 +303,7 @@ fn on_its_own_replicas_is_a_round_robin_over_every_handle() {
 
 #[test]
 fn calls_in_flight_together_each_spread_their_copies_from_their_own_first() {
-    let Set {
-        timer,
-        sent,
-        replicas,
-        ..
-    } = set(&[Mood::Answers(100); 3]);
-    let mut service = HedgeLayer::new(policy(&timer, 3, 10)).layer(replicas);
+    let (timer, sent, mut service) = three_slow_replicas();
 
     // Two calls sent before either hedges: their hedges are made interleaved, call by
     // call, as the timer fires for each.
