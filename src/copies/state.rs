@@ -41,7 +41,7 @@ impl<P: AsPolicy, C, T, E> Call<P, C, T, E> {
                 // Until the call begins, its own cap (see `cap`).
                 max_copies: MAX_COPIES,
                 original: Cold::new(),
-                racing: None,
+                racing: RaceSlot::Empty,
             },
         }
     }
@@ -78,7 +78,7 @@ struct Cancel<'a, C, S, T, E, Tm> {
 impl<C, S, T, E, Tm> Drop for Cancel<'_, C, S, T, E, Tm> {
     fn drop(&mut self) {
         self.state.as_mut().clear();
-        match self.state.as_mut().project().racing.as_pin_mut() {
+        match self.state.as_mut().project().racing.get_pin_mut() {
             Some(racing) => racing.project().race.cancel(self.settings),
             None => cancelled_without_race(self.settings),
         }
@@ -100,7 +100,34 @@ pub(crate) struct State<C, S, T, E> {
     /// `None` until the original's first poll did not win (and, when the original runs
     /// alone, until it fails).
     #[pin]
-    racing: Option<Racing<C, S, T, E>>,
+    racing: RaceSlot<C, S, T, E>,
+}
+
+/// A call's race, once made: an `Option` that is filled in place. Filling it
+/// (`project_replace`) checks that it was empty where setting a pinned `Option` calls
+/// its out-of-line drop, which a slot that may hold a timer has, on the empty place.
+#[pin_project(project = RaceSlotProj, project_replace = RaceSlotReplace)]
+enum RaceSlot<C, S, T, E> {
+    Empty,
+    Made(#[pin] Racing<C, S, T, E>),
+}
+
+impl<C, S, T, E> RaceSlot<C, S, T, E> {
+    #[inline]
+    fn get(&self) -> Option<&Racing<C, S, T, E>> {
+        match self {
+            RaceSlot::Made(racing) => Some(racing),
+            RaceSlot::Empty => None,
+        }
+    }
+
+    #[inline]
+    fn get_pin_mut(self: Pin<&mut Self>) -> Option<Pin<&mut Racing<C, S, T, E>>> {
+        match self.project() {
+            RaceSlotProj::Made(racing) => Some(racing),
+            RaceSlotProj::Empty => None,
+        }
+    }
 }
 
 /// A race under way: its decisions, the hedges and the one timer.
@@ -129,7 +156,7 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// `NO_KEY` otherwise. A call answered before it needs a race never reads its key.
     #[inline]
     pub(crate) fn key_hash<K: CallKey, Tm>(&self, key: &K, settings: &Settings<Tm>) -> u64 {
-        match settings.keys.is_some() && self.racing.is_none() {
+        match settings.keys.is_some() && self.racing.get().is_none() {
             true => key.key_hash(),
             false => NO_KEY,
         }
@@ -137,7 +164,7 @@ impl<C, S, T, E> State<C, S, T, E> {
 
     /// The copies this call may start (its own cap, until its race is made).
     pub(crate) fn max_copies(&self) -> usize {
-        match &self.racing {
+        match self.racing.get() {
             Some(racing) => racing.race.max_copies(),
             None => self.max_copies.into(),
         }
@@ -157,7 +184,7 @@ impl<C, S, T, E> State<C, S, T, E> {
 
     /// Copies started so far.
     pub(crate) fn launched(&self) -> usize {
-        match (&self.racing, self.phase) {
+        match (self.racing.get(), self.phase) {
             (Some(racing), _) => racing.race.launched(),
             (None, Phase::Idle) => 0,
             (None, _) => 1,
@@ -170,12 +197,12 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// call ends through the race.
     #[inline]
     pub(crate) fn has_race(&self) -> bool {
-        self.racing.is_some()
+        self.racing.get().is_some()
     }
 
     /// Whether copy `index` is alive.
     pub(crate) fn holds(&self, index: usize) -> bool {
-        match (index, &self.racing) {
+        match (index, self.racing.get()) {
             (0, _) => self.original.is_some(),
             (_, Some(racing)) => racing
                 .hedges
@@ -221,7 +248,7 @@ impl<C, S, T, E> State<C, S, T, E> {
     ) -> (&mut Race<T, E>, InFlight<'_, C, S>) {
         let this = self.project();
         let mut racing = this.racing;
-        if racing.is_none() {
+        if racing.get().is_none() {
             // The policy's switch is read here, once per call, where its race is made (a
             // call answered at once never reads it): a disabled policy races one copy.
             // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
@@ -229,13 +256,13 @@ impl<C, S, T, E> State<C, S, T, E> {
                 true => usize::from(*this.max_copies).min(settings.max_copies) as u8,
                 false => 1,
             };
-            racing.set(Some(Racing {
+            racing.as_mut().project_replace(RaceSlot::Made(Racing {
                 race: Race::new(max_copies, key),
                 hedges: ColdTaken(None),
                 sleep: None,
             }));
         }
-        let Some(racing) = racing.as_pin_mut() else {
+        let Some(racing) = racing.get_pin_mut() else {
             unreachable!("the race was just made");
         };
         racing.split(this.original.get())
@@ -248,7 +275,7 @@ impl<C, S, T, E> State<C, S, T, E> {
             0 => this.original.get().as_pin_mut(),
             _ => this
                 .racing
-                .as_pin_mut()?
+                .get_pin_mut()?
                 .project()
                 .hedges
                 .0
@@ -264,7 +291,7 @@ impl<C, S, T, E> State<C, S, T, E> {
     pub(crate) fn clear(self: Pin<&mut Self>) {
         let this = self.project();
         let mut original = this.original.get();
-        match this.racing.as_pin_mut() {
+        match this.racing.get_pin_mut() {
             Some(racing) => racing.split(original).1.clear(),
             None => original.set(None),
         }
