@@ -160,45 +160,39 @@ where
 
         // With no timeouts, a call that runs its original alone needs no race at all.
         let untimed = this.deadlines.attempt().is_none() && this.deadlines.total().is_none();
-        let polled = match state.phase {
+        let finished = match state.phase {
             Phase::Running if !state.has_race() => {
                 match state
                     .as_mut()
                     .poll_original::<FutureCopier<'_, F>>(settings.catch_unwind, cx)
                 {
                     Poll::Pending => return Poll::Pending,
-                    ready => Some(ready),
+                    Poll::Ready(finished) => finished,
                 }
             }
-            Phase::Running => None,
+            Phase::Running => return self.race_on(cx, RaceEntry::Running),
             Phase::Idle => {
                 let copier = &mut FutureCopier(this.factory);
                 match state.as_mut().launch_original(copier, settings, cx) {
                     Poll::Pending if untimed && state.one_copy(settings) => return Poll::Pending,
-                    polled => Some(polled),
+                    Poll::Pending => return self.race_on(cx, RaceEntry::Pending),
+                    Poll::Ready(finished) => finished,
                 }
             }
             Phase::Done => panic!("`Hedge` polled after completion"),
         };
-        let entry = match polled {
-            None => RaceEntry::Running,
-            Some(Poll::Pending) => RaceEntry::Pending,
-            Some(Poll::Ready(finished)) => {
-                let verdict = state
-                    .as_mut()
-                    .judge_original::<FutureCopier<'_, F>, _>(&finished, this.classify);
-                match (finished, verdict) {
-                    // The fast path: one stats update, and no race made.
-                    (Finished::Item(result), Some(Verdict::Win)) => {
-                        state.done();
-                        won_without_race(settings);
-                        return Poll::Ready(result);
-                    }
-                    (finished, verdict) => RaceEntry::Finished(finished, verdict),
-                }
+        let verdict = state
+            .as_mut()
+            .judge_original::<FutureCopier<'_, F>, _>(&finished, this.classify);
+        match (finished, verdict) {
+            // The fast path: one stats update, and no race made.
+            (Finished::Item(result), Some(Verdict::Win)) => {
+                state.done();
+                won_without_race(settings);
+                Poll::Ready(result)
             }
-        };
-        self.race_on(cx, entry)
+            (finished, verdict) => self.race_on(cx, RaceEntry::Finished(finished, verdict)),
+        }
     }
 }
 

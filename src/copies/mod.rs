@@ -7,11 +7,14 @@
 //! - `copier.rs`: what a copy is ([`Copier`]), and making, polling and judging one.
 //! - `drive.rs`: [`InFlight`](drive::InFlight), the copies in flight and the timer, and the
 //!   loop that carries out the race's decisions on them.
+//! - `place.rs`: [`Place`](place::Place), the pinned `Option` a call's race lives in,
+//!   filled in place.
 //! - `state.rs`: a call's [`State`](state::State) (its phase, its original, its race once made) and
 //!   [`Call`], which cancels it on drop; [`State::run`](state::State::run) is the one run path of a call.
 
 mod copier;
 mod drive;
+mod place;
 mod state;
 
 pub(crate) use self::copier::{Copier, RaceEntry};

@@ -11,6 +11,7 @@ use pin_project::pin_project;
 
 use super::copier::{judge, make, poll, Copier, RaceEntry};
 use super::drive::{InFlight, Poller, Slot};
+use super::place::Place;
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::cold::{Cold, ColdTaken};
 use crate::key::CallKey;
@@ -41,7 +42,7 @@ impl<P: AsPolicy, C, T, E> Call<P, C, T, E> {
                 // Until the call begins, its own cap (see `cap`).
                 max_copies: MAX_COPIES,
                 original: Cold::new(),
-                racing: RaceSlot::Empty,
+                racing: Place::Empty,
             },
         }
     }
@@ -100,34 +101,7 @@ pub(crate) struct State<C, S, T, E> {
     /// `None` until the original's first poll did not win (and, when the original runs
     /// alone, until it fails).
     #[pin]
-    racing: RaceSlot<C, S, T, E>,
-}
-
-/// A call's race, once made: an `Option` that is filled in place. Filling it
-/// (`project_replace`) checks that it was empty where setting a pinned `Option` calls
-/// its out-of-line drop, which a slot that may hold a timer has, on the empty place.
-#[pin_project(project = RaceSlotProj, project_replace = RaceSlotReplace)]
-enum RaceSlot<C, S, T, E> {
-    Empty,
-    Made(#[pin] Racing<C, S, T, E>),
-}
-
-impl<C, S, T, E> RaceSlot<C, S, T, E> {
-    #[inline]
-    fn get(&self) -> Option<&Racing<C, S, T, E>> {
-        match self {
-            RaceSlot::Made(racing) => Some(racing),
-            RaceSlot::Empty => None,
-        }
-    }
-
-    #[inline]
-    fn get_pin_mut(self: Pin<&mut Self>) -> Option<Pin<&mut Racing<C, S, T, E>>> {
-        match self.project() {
-            RaceSlotProj::Made(racing) => Some(racing),
-            RaceSlotProj::Empty => None,
-        }
-    }
+    racing: Place<Racing<C, S, T, E>>,
 }
 
 /// A race under way: its decisions, the hedges and the one timer.
@@ -256,11 +230,11 @@ impl<C, S, T, E> State<C, S, T, E> {
                 true => usize::from(*this.max_copies).min(settings.max_copies) as u8,
                 false => 1,
             };
-            racing.as_mut().project_replace(RaceSlot::Made(Racing {
+            racing.as_mut().fill(Racing {
                 race: Race::new(max_copies, key),
                 hedges: ColdTaken(None),
                 sleep: None,
-            }));
+            });
         }
         let Some(racing) = racing.get_pin_mut() else {
             unreachable!("the race was just made");
