@@ -4,13 +4,14 @@ use core::pin::Pin;
 
 use pin_project::pin_project;
 
-/// A pinned `Option` filled in place: [`Place::fill`] matches the old value inline and
-/// drops it only if there is one. Setting a pinned
+/// A pinned `Option` filled in place: [`Place::fill`] (pin-project's `project_replace`)
+/// matches the old value inline and drops it only if there is one. Setting a pinned
 /// `Option` instead calls the `Option`'s whole drop on the old value, which the compiler
-/// keeps out of line for a value that holds a timer, even when the place is empty. A
-/// call's race lives in one: it is made in every call that waits. (The timer's own slot
+/// keeps out of line for a value that holds a timer, even when the place is empty.
+///
+/// A call's race lives in one: it is made in every call that waits. The timer's own slot
 /// stays an `Option`: a timer comes from the timer's call, and filling a `Place` with it
-/// moves it once more than setting the `Option` does.)
+/// moves it once more than setting the `Option` does.
 #[pin_project(project = PlaceProj, project_replace = PlaceOwn)]
 pub(crate) enum Place<T> {
     Empty,
