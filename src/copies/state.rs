@@ -221,24 +221,21 @@ impl<C, S, T, E> State<C, S, T, E> {
         key: u64,
     ) -> (&mut Race<T, E>, InFlight<'_, C, S>) {
         let this = self.project();
-        let mut racing = this.racing;
-        if racing.get().is_none() {
+        let cap = *this.max_copies;
+        let racing = this.racing.get_or_fill_with(|| {
             // The policy's switch is read here, once per call, where its race is made (a
             // call answered at once never reads it): a disabled policy races one copy.
             // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
             let max_copies = match settings.is_enabled() {
-                true => usize::from(*this.max_copies).min(settings.max_copies) as u8,
+                true => usize::from(cap).min(settings.max_copies) as u8,
                 false => 1,
             };
-            racing.as_mut().fill(Racing {
+            Racing {
                 race: Race::new(max_copies, key),
                 hedges: ColdTaken(None),
                 sleep: None,
-            });
-        }
-        let Some(racing) = racing.get_pin_mut() else {
-            unreachable!("the race was just made");
-        };
+            }
+        });
         racing.split(this.original.get())
     }
 
