@@ -22,8 +22,9 @@ use crate::factory::Factory;
 pub struct ServiceCopies<S: Service<Req>, Req, R> {
     original: Option<S::Future>,
     /// The service that sent the original, which gives the service of each hedge, and
-    /// the request the call was given, copied for each: `None` when the call may not hedge (decided by
-    /// [`HedgeLayer::call_with`](super::HedgeLayer::call_with)), and after the last copy.
+    /// the request the call was given, copied for each: `None` when the call may not
+    /// hedge (decided by [`HedgeLayer::call_with`](super::HedgeLayer::call_with)), and
+    /// after the last copy.
     hedges: Option<(S, Req)>,
     clone_request: R,
 }

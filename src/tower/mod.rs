@@ -200,8 +200,8 @@ impl<T, R, K> HedgeLayer<T, R, K> {
     /// making one: for middleware that picks its policy request by request. `inner` must
     /// be ready (its `poll_ready` returned `Ready(Ok)`); it sends the original, and when
     /// the call may hedge it is left holding an unready handle ([`HedgeTarget::handle`],
-    /// a clone), as tower's middleware leaves a service after `call`. It takes the layer: clone one per request (a clone
-    /// is a few reference counts).
+    /// a clone), as tower's middleware leaves a service after `call`. It takes the layer:
+    /// clone one per request (a clone is a few reference counts).
     ///
     /// ```
     /// use hedging::{tower::HedgeLayer, Policy};

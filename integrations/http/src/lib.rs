@@ -111,10 +111,13 @@
 //!
 //! Both layers take a [`hedging::tower::Replicas`] set as their inner service: copy k of
 //! a call goes to replica `(first + k) mod n`, chosen by its attempt, `first` moving on
-//! by one per call, each copy readying its own replica, so a hedge does not follow its original to the replica
-//! (or connection) that is slow, and a replica that refuses fails only its own copy. For
-//! gRPC, one tonic `Channel` per replica: `Replicas::new([channel_a, channel_b])`. For a
-//! hyper-util client, one [`Origin`] per address: `Origin::replicas(client, origins)`.
+//! by one per call, each copy readying its own replica, so a hedge does not follow its
+//! original to the replica (or connection) that is slow, and a replica that refuses fails
+//! only its own copy. For gRPC, one tonic `Channel` per replica behind `for_tonic()`:
+//! `Replicas::new([channel_a, channel_b])`. For a hyper-util client, one [`Origin`] per
+//! address: `Origin::replicas(client, origins)`. A set is not `Clone` (the layer's
+//! service over it is): a `map_request` or other middleware each replica needs goes
+//! inside the set, around each replica's service.
 //!
 //! # Keys
 //!
