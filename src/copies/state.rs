@@ -98,7 +98,7 @@ pub(crate) struct State<C, S, T, E> {
     /// The original lives inline: a call it wins allocates nothing.
     #[pin]
     original: Cold<C>,
-    /// `None` until the original's first poll did not win (and, when the original runs
+    /// Empty until the original's first poll did not win (and, when the original runs
     /// alone, until it fails).
     #[pin]
     racing: Place<Racing<C, S, T, E>>,

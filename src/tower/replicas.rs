@@ -108,9 +108,14 @@ impl<S> Replicas<S> {
     /// Another handle on the same set, sharing its round robin: a call sent through it
     /// goes to the set's next replica.
     pub fn handle(&self) -> Self {
+        self.handle_to(None)
+    }
+
+    /// A handle on the same set whose next call goes to replica `pinned`, if given.
+    fn handle_to(&self, pinned: Option<usize>) -> Self {
         Replicas {
             set: Arc::clone(&self.set),
-            pinned: None,
+            pinned,
             sent: 0,
         }
     }
@@ -141,11 +146,7 @@ impl<S> HedgeTarget for Replicas<S> {
     /// handle's last call went to (`(first + k) mod n` for copy k of a call whose original
     /// went to `first`).
     fn for_copy(&self, attempt: Attempt) -> Self {
-        Replicas {
-            set: Arc::clone(&self.set),
-            pinned: Some((self.sent + attempt.index()) % self.len()),
-            sent: 0,
-        }
+        self.handle_to(Some((self.sent + attempt.index()) % self.len()))
     }
 }
 
