@@ -169,6 +169,7 @@ mod feature_doc;
 mod hedge;
 pub mod key;
 mod keyed;
+pub mod model;
 mod policy;
 mod race;
 mod schedule;

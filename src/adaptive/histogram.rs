@@ -14,7 +14,7 @@ const MAX_BITS: u32 = 40;
 pub(super) const BUCKETS: usize =
     LINEAR as usize + ((MAX_BITS - SUB_BITS) as usize) * (1 << SUB_BITS);
 /// A latency over this many times the window's median is slow...
-const CROWD_MEDIANS: u64 = 4;
+pub(super) const CROWD_MEDIANS: u64 = 4;
 /// ...and when more than one latency in this many is that slow, the slow calls are a
 /// queue, not stragglers.
 const CROWD_ONE_IN: u64 = 10;
@@ -33,9 +33,30 @@ pub(super) fn bucket_of(latency: Duration) -> usize {
     LINEAR as usize + ((power - SUB_BITS) as usize) * (1 << SUB_BITS) + sub as usize
 }
 
+/// The upper edge of every bucket in nanoseconds: the classes of the model
+/// ([`Survival`](crate::model::Survival)) a window's counts are read as.
+pub(super) static EDGES_NANOS: [u64; BUCKETS] = {
+    let mut edges = [0; BUCKETS];
+    let mut bucket = 0;
+    while bucket < BUCKETS {
+        edges[bucket] = upper_edge_micros(bucket) * 1000;
+        bucket += 1;
+    }
+    edges
+};
+
+/// The median of a window of counts, in microseconds (0 when it is empty).
+pub(super) fn median_micros(window: &[u64; BUCKETS]) -> u64 {
+    let total: u64 = window.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    bucket_at(window, total, 0.5)
+}
+
 /// The upper edge of a bucket in microseconds: the delay a quantile in it maps to, so the
 /// delay errs long (fewer hedges), by at most one bucket.
-fn upper_edge_micros(bucket: usize) -> u64 {
+const fn upper_edge_micros(bucket: usize) -> u64 {
     if bucket < LINEAR as usize {
         return bucket as u64 + 1;
     }

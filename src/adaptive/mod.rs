@@ -30,7 +30,12 @@ use core::time::Duration;
 
 use alloc::boxed::Box;
 
-use self::histogram::{bucket_of, is_queue, window_delay, BUCKETS};
+use crate::budget::Budget;
+use crate::model::{kaplan_meier, Goal, Survival};
+
+use self::histogram::{
+    bucket_of, is_queue, median_micros, window_delay, BUCKETS, CROWD_MEDIANS, EDGES_NANOS,
+};
 
 mod histogram;
 
@@ -57,6 +62,45 @@ pub(crate) struct AdaptiveConfig {
     pub(crate) quantile: f64,
     pub(crate) min_samples: u32,
     pub(crate) window: Duration,
+    pub(crate) choice: Choice,
+}
+
+/// How the delay is chosen from the window's latencies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// The `quantile` of latencies ([`adaptive_delay`](crate::PolicyBuilder::adaptive_delay)).
+    Quantile,
+    /// The delay the model predicts minimises the `quantile` of call latency for calls of
+    /// up to `copies` copies ([`optimal_delay`](crate::PolicyBuilder::optimal_delay)).
+    Optimal { copies: u8 },
+}
+
+/// What a tracker starts from: the policy-wide one and each key's alike.
+#[derive(Clone, Debug)]
+pub(crate) struct TrackerSeed {
+    pub(crate) config: AdaptiveConfig,
+    /// The delay before enough samples exist.
+    pub(crate) fallback: Duration,
+    pub(crate) min_delay: Duration,
+    pub(crate) max_delay: Duration,
+    /// The budget whose ratio bounds the extra copies [`Choice::Optimal`] plans for.
+    pub(crate) budget: Option<Budget>,
+}
+
+/// What a call that ran long enough to read the clock tells the tracker at its end.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ending {
+    /// The original's latency, or its age when it was dropped.
+    pub(crate) sample: Sample,
+    /// Whether the original was dropped still running: its latency is only known to
+    /// exceed the sample (censored).
+    pub(crate) censored: bool,
+    /// Whether the clock started a copy of the call.
+    pub(crate) hedged: bool,
+    /// How long the hedge that won took on its own, if a hedge won.
+    pub(crate) hedge_won_in: Option<Duration>,
+    /// Whether the budget refused a copy of the call.
+    pub(crate) refused: bool,
 }
 
 /// One latency to record: its bucket and when it was observed, in nanoseconds.
@@ -100,36 +144,48 @@ pub(crate) struct LatencyTracker {
     /// Latencies recorded while there was no estimate: at every `min_samples` of them, an
     /// estimate is published from what is known, the slot being filled included.
     unestimated: AtomicU32,
+    /// With [`Choice::Optimal`], one stripe of `SLOTS` rows of `BUCKETS` counters of
+    /// censored latencies (originals dropped still running, at their age); empty
+    /// otherwise, where they count as latencies.
+    censored: Box<[AtomicU32]>,
+    /// Per slot, what hedges showed: see [`Shown`].
+    shown: Box<[AtomicU32]>,
+    /// How long a hedge may take on its own and still count as answering at the healthy
+    /// pace, in nanoseconds: [`CROWD_MEDIANS`](histogram) times the window's median, as
+    /// last published (`u64::MAX` before).
+    healthy_nanos: AtomicU64,
+    /// The budget whose ratio bounds the extra copies [`Choice::Optimal`] plans for.
+    budget: Option<Budget>,
 }
 
+/// The counts of what hedges showed, per slot.
+const SHOWN: usize = 3;
+/// Calls in which the clock started a copy.
+const HEDGED: usize = 0;
+/// Of those, calls won by a hedge that answered at the healthy pace.
+const WON_FAST: usize = 1;
+/// Calls in which the budget refused a copy.
+const REFUSED: usize = 2;
+
 impl LatencyTracker {
-    pub(crate) fn new(
-        config: AdaptiveConfig,
-        fallback: Duration,
-        min_delay: Duration,
-        max_delay: Duration,
-    ) -> Self {
-        Self::with_stripes(config, fallback, min_delay, max_delay, STRIPES)
+    pub(crate) fn new(seed: &TrackerSeed) -> Self {
+        Self::with_stripes(seed, STRIPES)
     }
 
     /// A tracker with one stripe: a quarter of the memory, for a key's latencies, which
     /// fewer threads record at once than a whole policy's.
-    pub(crate) fn one_stripe(
-        config: AdaptiveConfig,
-        fallback: Duration,
-        min_delay: Duration,
-        max_delay: Duration,
-    ) -> Self {
-        Self::with_stripes(config, fallback, min_delay, max_delay, 1)
+    pub(crate) fn one_stripe(seed: &TrackerSeed) -> Self {
+        Self::with_stripes(seed, 1)
     }
 
-    fn with_stripes(
-        config: AdaptiveConfig,
-        fallback: Duration,
-        min_delay: Duration,
-        max_delay: Duration,
-        stripes: usize,
-    ) -> Self {
+    fn with_stripes(seed: &TrackerSeed, stripes: usize) -> Self {
+        let TrackerSeed {
+            config,
+            fallback,
+            min_delay,
+            max_delay,
+            ref budget,
+        } = *seed;
         let window_nanos = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
         let slot_nanos = (window_nanos / u64::from(SLOTS_PER_WINDOW)).max(1);
         let min_delay = min_delay.min(MAX_ESTIMATE);
@@ -148,6 +204,13 @@ impl LatencyTracker {
             stripe_mask: stripes - 1,
             estimate_nanos: AtomicU64::new(NO_ESTIMATE),
             unestimated: AtomicU32::new(0),
+            censored: match config.choice {
+                Choice::Optimal { .. } => (0..STRIPE_LEN).map(|_| AtomicU32::new(0)).collect(),
+                Choice::Quantile => Box::new([]),
+            },
+            shown: (0..SLOTS as usize * SHOWN).map(|_| AtomicU32::new(0)).collect(),
+            healthy_nanos: AtomicU64::new(u64::MAX),
+            budget: budget.clone(),
         }
     }
 
@@ -173,6 +236,9 @@ impl LatencyTracker {
     #[cold]
     pub(crate) fn clear(&self) {
         self.counts.iter().for_each(|count| count.store(0, Relaxed));
+        self.censored.iter().for_each(|count| count.store(0, Relaxed));
+        self.shown.iter().for_each(|count| count.store(0, Relaxed));
+        self.healthy_nanos.store(u64::MAX, Relaxed);
         self.unestimated.store(0, Relaxed);
         self.estimate_nanos.store(NO_ESTIMATE, Relaxed);
     }
@@ -186,27 +252,64 @@ impl LatencyTracker {
     #[inline]
     #[cfg(test)]
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
-        self.record_sample(Sample::new(latency, now));
+        self.record_ending(&Ending {
+            sample: Sample::new(latency, now),
+            censored: false,
+            hedged: false,
+            hedge_won_in: None,
+            refused: false,
+        });
     }
 
-    /// Records one latency, as [`LatencyTracker::record`] does, with its bucket and time
-    /// already worked out: a policy's and a key's tracker record the same sample.
+    /// Records what a call showed at its end: the original's latency (or, censored, its
+    /// age when dropped), and what its hedges showed. A policy's and a key's tracker
+    /// record the same ending.
     #[inline]
-    pub(crate) fn record_sample(&self, Sample { bucket, now_nanos }: Sample) {
+    pub(crate) fn record_ending(&self, ending: &Ending) {
+        let Sample { bucket, now_nanos } = ending.sample;
         let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
             self.rotate(now_nanos / self.slot_nanos)
         } else {
             self.current_slot.load(Relaxed)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
-        // A key's tracker has one stripe: no need to ask which thread this is.
-        let stripe = match self.stripe_mask {
-            0 => 0,
-            mask => stripe() & mask,
-        };
-        self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
+        if ending.censored && !self.censored.is_empty() {
+            self.censored[row + bucket].fetch_add(1, Relaxed);
+        } else {
+            // A key's tracker has one stripe: no need to ask which thread this is.
+            let stripe = match self.stripe_mask {
+                0 => 0,
+                mask => stripe() & mask,
+            };
+            self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
+        }
+        if ending.hedged || ending.refused {
+            self.show(slot, ending);
+        }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
             self.recorded_without_estimate(slot);
+        }
+    }
+
+    /// The counts of what hedges showed in the slot at `row` of the ring.
+    fn shown_in(&self, row: u64) -> &[AtomicU32] {
+        let at = row as usize * SHOWN;
+        &self.shown[at..at + SHOWN]
+    }
+
+    /// Counts what a call's hedges showed, in `slot`.
+    #[cold]
+    fn show(&self, slot: u64, ending: &Ending) {
+        let shown = self.shown_in(slot % SLOTS);
+        if ending.hedged {
+            shown[HEDGED].fetch_add(1, Relaxed);
+        }
+        let healthy = self.healthy_nanos.load(Relaxed);
+        if ending.hedge_won_in.is_some_and(|took| nanos(took) <= healthy) {
+            shown[WON_FAST].fetch_add(1, Relaxed);
+        }
+        if ending.refused {
+            shown[REFUSED].fetch_add(1, Relaxed);
         }
     }
 
@@ -244,11 +347,14 @@ impl LatencyTracker {
                 // A recording racing this clear may be lost; one sample in a window is noise.
                 for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
                     let row = (stale % SLOTS) as usize * BUCKETS;
-                    for stripe in self.counts.chunks(STRIPE_LEN) {
+                    for stripe in self.counts.chunks(STRIPE_LEN).chain(self.censored.chunks(STRIPE_LEN)) {
                         stripe[row..row + BUCKETS]
                             .iter()
                             .for_each(|count| count.store(0, Relaxed));
                     }
+                    self.shown_in(stale % SLOTS)
+                        .iter()
+                        .for_each(|count| count.store(0, Relaxed));
                 }
                 self.estimate_nanos
                     .store(self.estimate(slot, false), Relaxed);
@@ -262,18 +368,23 @@ impl LatencyTracker {
     /// `current`, and with `with_current` of `current` too, as the newest.
     fn estimate(&self, current: u64, with_current: bool) -> u64 {
         let above = current.checked_add(u64::from(with_current));
-        let rows: [Option<usize>; SLOTS as usize] = core::array::from_fn(|back| {
+        let slots: [Option<usize>; SLOTS as usize] = core::array::from_fn(|back| {
             let slot = above?.checked_sub(back as u64 + 1)?;
             (back < SLOTS_PER_WINDOW as usize + usize::from(with_current))
-                .then(|| (slot % SLOTS) as usize * BUCKETS)
+                .then_some((slot % SLOTS) as usize)
         });
+        // Latencies that ended, and censored ones (with `Choice::Optimal`), per bucket.
         let mut window = [0u64; BUCKETS];
+        let mut censored = [0u64; BUCKETS];
         let mut slot = [0u64; BUCKETS];
         // Whether the two newest slots with samples are both a queue: one slot alone may
         // straddle a shift of the median, which looks the same.
         let (mut newest, mut queueing) = (0, 0);
-        for (back, row) in rows.into_iter().enumerate() {
-            let Some(row) = row else { continue };
+        // What hedges showed in the two newest slots, and in the whole window.
+        let (mut shown, mut in_window) = ([0u64; SHOWN], [0u64; SHOWN]);
+        for (back, at) in slots.into_iter().enumerate() {
+            let Some(at) = at else { continue };
+            let row = at * BUCKETS;
             slot.fill(0);
             for stripe in self.counts.chunks(STRIPE_LEN) {
                 for (sum, count) in slot.iter_mut().zip(&stripe[row..row + BUCKETS]) {
@@ -283,23 +394,101 @@ impl LatencyTracker {
             for (sum, count) in window.iter_mut().zip(&slot) {
                 *sum += count;
             }
+            for stripe in self.censored.chunks(STRIPE_LEN) {
+                for ((sum, all), count) in censored
+                    .iter_mut()
+                    .zip(&mut slot)
+                    .zip(&stripe[row..row + BUCKETS])
+                {
+                    let count = u64::from(count.load(Relaxed));
+                    *sum += count;
+                    *all += count;
+                }
+            }
+            for (sum, count) in in_window.iter_mut().zip(self.shown_in(at as u64)) {
+                *sum += u64::from(count.load(Relaxed));
+            }
             if back < 2 && slot.iter().any(|&count| count > 0) {
                 newest += 1;
                 queueing += usize::from(is_queue(&slot));
+                for (sum, count) in shown.iter_mut().zip(self.shown_in(at as u64)) {
+                    *sum += u64::from(count.load(Relaxed));
+                }
             }
         }
-        // A queue is hedged only past its slowest recent latency.
-        let quantile = if newest > 0 && queueing == newest {
-            1.0
-        } else {
-            self.config.quantile
+        let total = window.iter().chain(&censored).sum::<u64>();
+        if total > 0 {
+            let mut all = window;
+            all.iter_mut().zip(&censored).for_each(|(sum, count)| *sum += count);
+            let healthy = median_micros(&all).saturating_mul(CROWD_MEDIANS * 1000);
+            self.healthy_nanos.store(healthy, Relaxed);
+        }
+        // Slow calls in a crowd are a queue, unless the hedges sent showed otherwise: most
+        // of them won, answering at the healthy pace, so the slowness was not shared.
+        let unshared = shown[HEDGED] >= MIN_SHOWN && shown[WON_FAST] * 2 >= shown[HEDGED];
+        let queue = newest > 0 && queueing == newest && !unshared;
+        let estimate = match self.config.choice {
+            // A queue is hedged only past its slowest recent latency.
+            Choice::Optimal { .. } | Choice::Quantile if queue => {
+                let mut all = window;
+                all.iter_mut().zip(&censored).for_each(|(sum, count)| *sum += count);
+                window_delay(&all, 1.0, self.config.min_samples).map(Duration::from_micros)
+            }
+            Choice::Quantile => {
+                window_delay(&window, self.config.quantile, self.config.min_samples)
+                    .map(Duration::from_micros)
+            }
+            Choice::Optimal { copies } => (total >= u64::from(self.config.min_samples.max(1)))
+                .then(|| self.optimal(&window, &censored, copies, self.supply(in_window[HEDGED], in_window[REFUSED], total)))
+                .flatten(),
         };
-        let estimate = window_delay(&window, quantile, self.config.min_samples)
-            .map(|micros| Duration::from_micros(micros).clamp(self.min_delay, self.max_delay));
+        let estimate = estimate.map(|delay| delay.clamp(self.min_delay, self.max_delay));
         // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
         estimate.map_or(NO_ESTIMATE, nanos)
     }
+
+    /// The delay the model predicts minimises the quantile of call latency for calls of
+    /// up to `copies` copies, with `supply` extra copies per call granted (or, `None`, no
+    /// budget), from the window's ended and censored latencies.
+    fn optimal(
+        &self,
+        ended: &[u64; BUCKETS],
+        censored: &[u64; BUCKETS],
+        copies: u8,
+        supply: Option<f64>,
+    ) -> Option<Duration> {
+        let mut above = [0.0; BUCKETS];
+        kaplan_meier(ended, censored, &mut above);
+        let goal = Goal::new(self.config.quantile)
+            .copies(copies.into())
+            .bounds(self.min_delay, self.max_delay);
+        let goal = match supply {
+            Some(supply) => goal.budget(supply),
+            None => goal,
+        };
+        Survival::new(&EDGES_NANOS, &above)
+            .choose(&goal)
+            .map(|choice| choice.delay)
+    }
+
+    /// The extra copies per call the budget will really grant: its ratio, less where it
+    /// refused copies in the window (the slow calls came together and emptied it), down
+    /// to the copies it did grant per call as the refusals grow. `None` without a budget
+    /// of a ratio (none, or a throttling one).
+    fn supply(&self, hedged: u64, refused: u64, total: u64) -> Option<f64> {
+        let ratio = self.budget.as_ref()?.extra_ratio()?;
+        if refused == 0 || total == 0 {
+            return Some(ratio);
+        }
+        let granted = (hedged as f64 / total as f64).min(ratio);
+        let refused_share = refused as f64 / (hedged + refused) as f64;
+        Some(ratio * (1.0 - refused_share) + granted * refused_share)
+    }
 }
+
+/// The fewest hedged calls in the two newest slots that may tell a queue from a paused
+/// replica.
+const MIN_SHOWN: u64 = 4;
 
 /// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
 #[inline]

@@ -9,8 +9,20 @@ fn tracker(quantile: f64, min_samples: u32) -> LatencyTracker {
         quantile,
         min_samples,
         window: 4 * MS * 1000,
+        choice: Choice::Quantile,
     };
-    LatencyTracker::new(config, 10 * MS, Duration::ZERO, Duration::MAX)
+    LatencyTracker::new(&seed(config, Duration::ZERO))
+}
+
+/// A tracker's seed: a 10 ms fallback, `min_delay` and no upper bound, no budget.
+fn seed(config: AdaptiveConfig, min_delay: Duration) -> TrackerSeed {
+    TrackerSeed {
+        config,
+        fallback: 10 * MS,
+        min_delay,
+        max_delay: Duration::MAX,
+        budget: None,
+    }
 }
 
 #[test]
@@ -170,9 +182,10 @@ fn bounds_beyond_the_estimate_range_are_clamped_to_it() {
         quantile: 0.5,
         min_samples: 1,
         window: 4 * MS * 1000,
+        choice: Choice::Quantile,
     };
     let huge = Duration::from_secs(u64::MAX);
-    let tracker = LatencyTracker::new(config, 10 * MS, huge, Duration::MAX);
+    let tracker = LatencyTracker::new(&seed(config, huge));
     assert_eq!(tracker.delay(Duration::ZERO), MAX_ESTIMATE);
     tracker.record(MS, Duration::ZERO);
     assert_eq!(

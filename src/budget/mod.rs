@@ -333,6 +333,12 @@ impl Budget {
         self.inner.ratio_units.store(units, Relaxed);
     }
 
+    /// The extra copies per call a token bucket lets through over time (its ratio), or
+    /// `None` for a throttling budget, whose tokens follow failures, not calls.
+    pub(crate) fn extra_ratio(&self) -> Option<f64> {
+        (self.inner.config.kind == Kind::Bucket).then(|| self.ratio())
+    }
+
     /// The ratio in units.
     fn ratio_units(&self) -> u64 {
         self.inner.ratio_units.load(Relaxed)

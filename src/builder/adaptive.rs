@@ -3,8 +3,8 @@
 
 use core::time::Duration;
 
-use super::{PolicyBuilder, DEFAULT_QUANTILE, MIN_WINDOW};
-use crate::adaptive::AdaptiveConfig;
+use super::{PolicyBuilder, DEFAULT_QUANTILE, DEFAULT_TARGET, MIN_WINDOW};
+use crate::adaptive::{AdaptiveConfig, Choice};
 use crate::schedule::Delays;
 
 impl<T> PolicyBuilder<T> {
@@ -84,6 +84,86 @@ impl<T> PolicyBuilder<T> {
             quantile,
             min_samples: 0,
             window: Duration::ZERO,
+            choice: Choice::Quantile,
+        });
+        self
+    }
+
+    /// Makes the delay the one the recent latencies predict minimises the `quantile`
+    /// (`0.99`: the p99) of call latency, within the budget: what a person would pick by
+    /// looking at the latency histogram, chosen again each quarter of the
+    /// [`adaptive_window`](Self::adaptive_window) (per key with
+    /// [`adaptive_keys`](Self::adaptive_keys)). [`min_delay`](Self::min_delay),
+    /// [`max_delay`](Self::max_delay), [`delay`](Self::delay) (until
+    /// [`adaptive_min_samples`](Self::adaptive_min_samples) latencies are known),
+    /// `adaptive_window` and `adaptive_min_samples` apply as to
+    /// [`adaptive_delay`](Self::adaptive_delay); so do what is recorded and the queueing
+    /// guard described there.
+    ///
+    /// `quantile` is clamped to `0.0..=1.0`; NaN counts as `0.99`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hedging::{Budget, Policy};
+    /// let policy = Policy::builder()
+    ///     .optimal_delay(0.99)                  // the delay that cuts the p99 most...
+    ///     .budget(&Budget::new(0.10))           // ...for at most 10% extra copies
+    ///     .delay(Duration::from_millis(10))     // until 100 latencies are known
+    ///     .build();
+    /// assert_eq!(policy.delay(), Some(Duration::from_millis(10)));
+    /// ```
+    ///
+    /// # How the delay is chosen
+    ///
+    /// The model ([`hedging::model`](crate::model), the code `hedging-advisor` predicts
+    /// with) takes each copy's latency as an independent draw from the window's
+    /// latencies, and predicts, for every delay the histogram can tell apart, the
+    /// `quantile` of call latency and the extra copies with up to
+    /// [`max_copies`](Self::max_copies) copies. The delays considered are those whose
+    /// extra copies the budget allows: with a token-bucket [`Budget`](crate::Budget),
+    /// every delay, predicted with the copies its ratio would refuse, and with that ratio
+    /// lowered where the window saw refusals (slow calls that come together empty a
+    /// bucket sooner than its ratio says); without one, or with a throttling budget, the
+    /// delays predicted to start at most 5% extra copies. Of the delays whose predicted
+    /// tail is within 5% of the best, the one with the fewest extra copies wins.
+    ///
+    /// Copies are assumed independent: a copy sent to another replica, or the same one
+    /// later, is as likely to be slow as any call. Slowness the request carries (a heavy
+    /// query) makes every copy slow: that is what [`min_win_rate`](Self::min_win_rate) is
+    /// for.
+    ///
+    /// # Censored latencies
+    ///
+    /// An original dropped because a hedge won is only known to have taken longer than
+    /// its age then. It is kept as such (censored), and the survival the model reads is the
+    /// Kaplan–Meier estimate: a censored latency counts among the calls still running up
+    /// to its age, never as one that ended. So hedging, which drops the slow originals,
+    /// does not talk the estimate of the slowness it cuts down, and the delay it chose
+    /// holds from window to window. The censored counts take one stripe of the histogram
+    /// more: about 12 KiB per policy and per key.
+    ///
+    /// # Bounds
+    ///
+    /// Once the model chooses, `min_delay` and `max_delay` are guard rails, not the
+    /// choice: the default 1 ms `min_delay` keeps a timer from firing below its
+    /// resolution; lower it (to 100 µs, say, on a timer that keeps to it) for a backend
+    /// that answers in well under a millisecond, whose best delay may be below 1 ms. A
+    /// `max_delay` caps how late the slowest calls are hedged.
+    pub fn optimal_delay(mut self, quantile: f64) -> Self {
+        let quantile = if quantile.is_nan() {
+            DEFAULT_TARGET
+        } else {
+            quantile.clamp(0.0, 1.0)
+        };
+        if !matches!(self.settings.delays, Delays::Fixed(_)) {
+            self.settings.delays = Delays::Fixed(Duration::from_millis(10));
+        }
+        self.settings.adaptive = Some(AdaptiveConfig {
+            quantile,
+            min_samples: 0,
+            window: Duration::ZERO,
+            // The copies are those of the policy as built.
+            choice: Choice::Optimal { copies: 0 },
         });
         self
     }
@@ -164,10 +244,11 @@ impl<T> PolicyBuilder<T> {
     ///
     /// # Memory
     ///
-    /// The table is made with the policy: per key, 168 bytes (on a 64-bit target), and
+    /// The table is made with the policy: per key, 216 bytes (on a 64-bit target), and
     /// with an adaptive delay its own histogram, about 12 KiB (a quarter of the
     /// policy-wide one, which stripes its counters over four cache-line sets for threads
-    /// recording at once). 64 keys with an adaptive delay: about 760 KiB.
+    /// recording at once), twice that with [`optimal_delay`](Self::optimal_delay) (its
+    /// censored latencies). 64 keys with an adaptive delay: about 760 KiB (1.5 MiB).
     pub fn adaptive_keys(mut self, keys: usize) -> Self {
         self.settings.keys = keys;
         self

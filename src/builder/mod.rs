@@ -6,10 +6,10 @@ use core::fmt;
 use core::sync::atomic::AtomicBool;
 use core::time::Duration;
 
-use crate::adaptive::{AdaptiveConfig, LatencyTracker};
+use crate::adaptive::{AdaptiveConfig, Choice, LatencyTracker, TrackerSeed};
 use crate::attempt::Attempt;
 use crate::budget::Budget;
-use crate::keyed::{Keys, TrackerSeed, Withhold};
+use crate::keyed::{Keys, Withhold};
 use crate::policy::{HedgeHook, Policy, PolicyBudget, Settings};
 use crate::schedule::{Delays, Schedule};
 use crate::stats::Counters;
@@ -43,7 +43,7 @@ impl<T: Timer + Default> Default for Policy<T> {
 /// | [`max_copies`](Self::max_copies) | 2 (the original and one hedge) |
 /// | [`delay`](Self::delay) | 10 ms |
 /// | [`max_delay`](Self::max_delay) | none |
-/// | [`adaptive_delay`](Self::adaptive_delay) | off (the delay is fixed) |
+/// | [`adaptive_delay`](Self::adaptive_delay), [`optimal_delay`](Self::optimal_delay) | off (the delay is fixed) |
 /// | [`min_delay`](Self::min_delay) | 1 ms (bounds the adaptive delay only) |
 /// | [`adaptive_min_samples`](Self::adaptive_min_samples) | 100 |
 /// | [`adaptive_window`](Self::adaptive_window) | 10 s |
@@ -102,6 +102,8 @@ const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 const MIN_WINDOW: Duration = Duration::from_millis(100);
 /// What [`PolicyBuilder::adaptive_delay`] makes of a NaN quantile.
 const DEFAULT_QUANTILE: f64 = 0.95;
+/// What [`PolicyBuilder::optimal_delay`] makes of a NaN quantile.
+const DEFAULT_TARGET: f64 = 0.99;
 
 impl PolicyBuilder {
     /// The defaults listed above, with the default timer.
@@ -312,19 +314,28 @@ impl<T> PolicyBuilder<T> {
                     .settings
                     .max_delay
                     .map(|max_delay| max_delay.max(self.settings.min_delay));
+                let choice = match adaptive.choice {
+                    // The copies a call may start, as the policy is built.
+                    Choice::Optimal { .. } => Choice::Optimal {
+                        copies: self.settings.max_copies as u8,
+                    },
+                    Choice::Quantile => Choice::Quantile,
+                };
                 let config = AdaptiveConfig {
                     min_samples: self.settings.min_samples,
                     window: self.settings.window,
+                    choice,
                     ..adaptive
                 };
-                let upper = max_delay.unwrap_or(Duration::MAX);
-                let tracker = LatencyTracker::new(config, fallback, self.settings.min_delay, upper);
-                seed = Some(TrackerSeed {
+                let tracker_seed = TrackerSeed {
                     config,
                     fallback,
                     min_delay: self.settings.min_delay,
-                    max_delay: upper,
-                });
+                    max_delay: max_delay.unwrap_or(Duration::MAX),
+                    budget: self.settings.budget.clone(),
+                };
+                let tracker = LatencyTracker::new(&tracker_seed);
+                seed = Some(tracker_seed);
                 (Delays::Adaptive(Arc::new(tracker)), max_delay)
             }
             (Delays::Fixed(delay), _) => (
@@ -381,10 +392,7 @@ impl<T: fmt::Debug> fmt::Debug for PolicyBuilder<T> {
             .field("on_hedge", &self.settings.on_hedge.is_some())
             .field("catch_unwind", &self.settings.catch_unwind)
             .field("replace_failed", &self.settings.replace_failed)
-            .field(
-                "adaptive",
-                &self.settings.adaptive.map(|adaptive| adaptive.quantile),
-            )
+            .field("adaptive", &self.settings.adaptive)
             .field("min_delay", &self.settings.min_delay)
             .field("adaptive_min_samples", &self.settings.min_samples)
             .field("adaptive_window", &self.settings.window)

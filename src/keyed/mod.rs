@@ -22,7 +22,7 @@ use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::time::Duration;
 
-use crate::adaptive::{nanos, AdaptiveConfig, LatencyTracker};
+use crate::adaptive::{nanos, LatencyTracker, TrackerSeed};
 
 mod win_rate;
 
@@ -64,14 +64,6 @@ pub(crate) struct Entry {
     pub(crate) win_rate: WinRate,
 }
 
-/// What each key's tracker starts from, as the policy-wide one does.
-pub(crate) struct TrackerSeed {
-    pub(crate) config: AdaptiveConfig,
-    pub(crate) fallback: Duration,
-    pub(crate) min_delay: Duration,
-    pub(crate) max_delay: Duration,
-}
-
 impl Keys {
     /// A table of `keys` places (at least 1, at most [`MAX_KEYS`]), each with a tracker
     /// made from `seed` when the delay is adaptive.
@@ -80,14 +72,7 @@ impl Keys {
             .map(|_| Entry {
                 key: AtomicU64::new(NO_KEY),
                 used_at: AtomicU64::new(0),
-                tracker: seed.map(|seed| {
-                    LatencyTracker::one_stripe(
-                        seed.config,
-                        seed.fallback,
-                        seed.min_delay,
-                        seed.max_delay,
-                    )
-                }),
+                tracker: seed.map(LatencyTracker::one_stripe),
                 win_rate: WinRate::new(),
             })
             .collect();
@@ -312,7 +297,7 @@ mod tests {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_key_takes_the_memory_the_docs_say() {
-        assert!(core::mem::size_of::<Entry>() <= 168);
+        assert!(core::mem::size_of::<Entry>() <= 216);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::clock::{Due, Pass};
 use super::kept::Lost;
 use super::outcome::{End, Finished};
 use super::{Race, Timed};
-use crate::adaptive::Sample;
+use crate::adaptive::{Ending, Sample};
 use crate::attempt::{Classify, Verdict};
 use crate::keyed::{Turn, NO_KEY};
 use crate::policy::Settings;
@@ -164,7 +164,25 @@ impl<T, E> Race<T, E> {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
-                record_latency(settings, first_start, self.key);
+                let hedge_won_at = match (end, &self.times) {
+                    // The newest copy's start is the winner's when the winner is the newest.
+                    (End::Won { index, .. }, Some(times)) if *index > 0 => {
+                        Some(if usize::from(self.launched) == index + 1 {
+                            times.last_start
+                        } else {
+                            first_start
+                        })
+                    }
+                    _ => None,
+                };
+                let shown = Shown {
+                    first_start,
+                    censored: !original_won,
+                    hedged: matches!(self.timed, Timed::Hedged | Timed::Probed),
+                    hedge_won_at,
+                    refused: self.refused != 0,
+                };
+                record_latency(settings, shown, self.key);
             } else if self.key != NO_KEY {
                 // No latency to record, but the key's call ended: its lookup marks it used.
                 key_ended(settings, self.key);
@@ -240,18 +258,35 @@ pub(crate) fn cancelled_without_race<Tm>(settings: &Settings<Tm>) {
     settings.counters.add(&[Counter::Cancelled]);
 }
 
-/// Records the original's latency with the adaptive delay's tracker, and with its key's
-/// if it has one.
+/// What a call's end shows the adaptive delay's tracker, before the clock is read.
+struct Shown {
+    first_start: Duration,
+    /// Whether the original was dropped still running.
+    censored: bool,
+    hedged: bool,
+    /// When the hedge that won started, if a hedge won.
+    hedge_won_at: Option<Duration>,
+    refused: bool,
+}
+
+/// Records the original's latency (or its age, censored) and what the hedges showed with
+/// the adaptive delay's tracker, and with its key's if it has one.
 #[cold]
 #[inline(never)]
-fn record_latency<Tm: Timer>(settings: &Settings<Tm>, first_start: Duration, key: u64) {
+fn record_latency<Tm: Timer>(settings: &Settings<Tm>, shown: Shown, key: u64) {
     if let Some(tracker) = settings.schedule.tracker() {
         let now = settings.timer.now();
-        let sample = Sample::new(now.saturating_sub(first_start), now);
-        tracker.record_sample(sample);
+        let ending = Ending {
+            sample: Sample::new(now.saturating_sub(shown.first_start), now),
+            censored: shown.censored,
+            hedged: shown.hedged,
+            hedge_won_in: shown.hedge_won_at.map(|start| now.saturating_sub(start)),
+            refused: shown.refused,
+        };
+        tracker.record_ending(&ending);
         if let Some(entry) = settings.kept(key) {
             if let Some(tracker) = &entry.tracker {
-                tracker.record_sample(sample);
+                tracker.record_ending(&ending);
             }
         }
     }
