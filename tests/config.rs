@@ -501,7 +501,7 @@ refused! {
     an_adaptive_delay_below_min_delay_is_refused:
         "adaptive_delay = 0.9\ndelay = \"1ms\"\nmin_delay = \"2ms\"" => "delay = 1ms is out of range: expected at least min_delay = 2ms";
     two_modes_are_refused:
-        "parallel = true\nfallback = true" => "parallel and fallback are both set: expected one mode, `delay` (optionally with `adaptive_delay`), `parallel` or `fallback`";
+        "parallel = true\nfallback = true" => "parallel and fallback are both set: expected one mode, `delay` (optionally with `adaptive_delay` or `optimal_delay`), `parallel` or `fallback`";
     parallel_with_a_delay_is_refused:
         "parallel = true\ndelay = \"5ms\"" => "parallel and delay are both set";
     fallback_with_adaptive_delay_is_refused:

@@ -47,6 +47,11 @@ impl PolicyConfig {
             self.adaptive_delay,
             "a quantile in 0.0..=1.0",
         )?;
+        fraction(
+            "optimal_delay",
+            self.optimal_delay,
+            "a quantile in 0.0..=1.0",
+        )?;
         fraction("hedge_probability", self.hedge_probability, "0.0..=1.0")?;
         fraction("min_win_rate", self.min_win_rate, "0.0..=1.0")?;
         let max_keys = PolicyBuilder::<()>::MAX_KEYS;
@@ -99,26 +104,30 @@ impl PolicyConfig {
         }
     }
 
-    /// One mode at most, and `adaptive_delay` only in the `delay` mode.
+    /// One mode at most, and `adaptive_delay` or `optimal_delay` only in the `delay` mode.
     fn check_modes(&self) -> Result<(), ConfigError> {
         let modes = [
             ("parallel", self.parallel),
             ("fallback", self.fallback),
             ("delay", self.delay.is_some()),
             ("adaptive_delay", self.adaptive_delay.is_some()),
+            ("optimal_delay", self.optimal_delay.is_some()),
         ];
         let mut set = modes.iter().filter(|(_, set)| *set).map(|(key, _)| *key);
         let (Some(first), Some(second)) = (set.next(), set.next()) else {
             return Ok(());
         };
-        if first == "delay" {
-            return Ok(()); // `delay` and `adaptive_delay`: one mode, and the only pair left
-        }
+        // `delay` with one of `adaptive_delay` and `optimal_delay` is one mode.
+        let (first, second) = match (first, set.next()) {
+            ("delay", None) => return Ok(()),
+            ("delay", Some(third)) => (second, third),
+            _ => (first, second),
+        };
         Err(ConfigError::new(
             first,
             format!(
                 "{first} and {second} are both set: expected one mode, `delay` (optionally \
-                 with `adaptive_delay`), `parallel` or `fallback`"
+                 with `adaptive_delay` or `optimal_delay`), `parallel` or `fallback`"
             ),
         ))
     }
@@ -126,7 +135,7 @@ impl PolicyConfig {
     /// `min_delay <= max_delay` (the default `min_delay` too, with `adaptive_delay`), and a
     /// `delay` within the bounds that apply to it.
     fn check_bounds(&self, defaults: Defaults) -> Result<(), ConfigError> {
-        let adaptive = self.adaptive_delay.is_some();
+        let adaptive = self.adaptive_delay.is_some() || self.optimal_delay.is_some();
         let min = match self.min_delay {
             Some(min) => Some(min),
             None if adaptive && defaults == Defaults::Apply => Some(DEFAULT_MIN_DELAY),

@@ -134,6 +134,10 @@ pub struct PolicyConfig {
     /// [`PolicyBuilder::adaptive_delay`]: the quantile to hedge at, in `0.0..=1.0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adaptive_delay: Option<f64>,
+    /// [`PolicyBuilder::optimal_delay`]: the quantile of call latency whose delay the
+    /// model chooses, in `0.0..=1.0`; not with `adaptive_delay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimal_delay: Option<f64>,
     /// [`PolicyBuilder::min_delay`], at most the `max_delay`.
     #[serde(
         skip_serializing_if = "Option::is_none",
@@ -182,6 +186,7 @@ impl Default for PolicyConfig {
             fallback: false,
             max_delay: None,
             adaptive_delay: None,
+            optimal_delay: None,
             min_delay: None,
             adaptive_min_samples: None,
             adaptive_window: None,
@@ -241,6 +246,9 @@ impl PolicyConfig {
         if let Some(quantile) = self.adaptive_delay {
             builder = builder.adaptive_delay(quantile);
         }
+        if let Some(quantile) = self.optimal_delay {
+            builder = builder.optimal_delay(quantile);
+        }
         if let Some(max_delay) = self.max_delay {
             builder = builder.max_delay(max_delay);
         }
@@ -284,6 +292,7 @@ const KEYS: &[&str] = &[
     "fallback",
     "max_delay",
     "adaptive_delay",
+    "optimal_delay",
     "min_delay",
     "adaptive_min_samples",
     "adaptive_window",
@@ -307,6 +316,7 @@ enum Key {
     Fallback,
     MaxDelay,
     AdaptiveDelay,
+    OptimalDelay,
     MinDelay,
     AdaptiveMinSamples,
     AdaptiveWindow,
@@ -348,6 +358,7 @@ impl<'de> Visitor<'de> for PolicyVisitor {
                 Key::Fallback => value(map, config, |c, on| c.fallback = on),
                 Key::MaxDelay => duration(map, config, "max_delay", |c| &mut c.max_delay),
                 Key::AdaptiveDelay => value(map, config, |c, q| c.adaptive_delay = Some(q)),
+                Key::OptimalDelay => value(map, config, |c, q| c.optimal_delay = Some(q)),
                 Key::MinDelay => duration(map, config, "min_delay", |c| &mut c.min_delay),
                 Key::AdaptiveMinSamples => value(map, config, |c, samples| {
                     c.adaptive_min_samples = Some(samples)
