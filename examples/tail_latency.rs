@@ -52,6 +52,10 @@ fn main() {
     println!("{}", lab::queue_table(&queueing, &aborted, true));
     let paused = lab::run_paused();
     println!("{}", lab::queue_table(&paused, &paused.levels, false));
+    let paused_more = [0.10, 0.20].map(lab::run_paused_share);
+    for report in &paused_more {
+        println!("{}", lab::queue_table(report, &report.levels, false));
+    }
     let two_hosts = lab::run_two_hosts();
     println!("{}", lab::keyed_table(&two_hosts));
     let (heavy, switch) = (lab::run_heavy(), lab::run_switch());
@@ -65,11 +69,16 @@ fn main() {
     let keyed = two_hosts.iter().map(|report| &report.checks);
     for checks in checks
         .chain([&queueing.checks, &paused.checks])
+        .chain(paused_more.iter().map(|report| &report.checks))
         .chain(keyed)
         .chain([&heavy.checks, &switch.checks, &withheld.checks])
     {
         print!("{}", lab::acceptance(checks));
         all_hold &= checks.iter().all(|check| check.holds);
+    }
+    println!("\nTargets (lines of work under way: measured, OPEN until they hold, not yet held by the demo):");
+    for report in [&queueing, &paused].into_iter().chain(&paused_more) {
+        print!("{}", lab::targets(&report.targets));
     }
     let svg = lab::svg(&reports, &queueing);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tail_latency.svg");

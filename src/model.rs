@@ -229,7 +229,11 @@ impl<'a> Survival<'a> {
     pub fn call_quantile(&self, plan: Plan, quantile: f64) -> Duration {
         // NaN asks for the slowest. A hair of slack, so a product such as 0.1 × 0.1 meets
         // a tail of 0.01.
-        let quantile = if quantile.is_nan() { 1.0 } else { quantile.clamp(0.0, 1.0) };
+        let quantile = if quantile.is_nan() {
+            1.0
+        } else {
+            quantile.clamp(0.0, 1.0)
+        };
         let tail = 1.0 - quantile + 1e-12;
         // Past the last class and the last copy's start, nothing changes any more.
         let delay = nanos_of(plan.delay);
@@ -347,7 +351,9 @@ impl<'a> Survival<'a> {
         let (latency, unended) = tail(&best);
         let near = |prediction: &Prediction| match tail(prediction) {
             // A quantile never reached is near only as many calls that never end.
-            (Duration::MAX, more) => latency == Duration::MAX && more <= unended * (1.0 + TOLERANCE),
+            (Duration::MAX, more) => {
+                latency == Duration::MAX && more <= unended * (1.0 + TOLERANCE)
+            }
             (at, _) => at.as_secs_f64() <= latency.as_secs_f64() * (1.0 + TOLERANCE),
         };
         let mut chosen = best;

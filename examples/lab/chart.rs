@@ -75,6 +75,7 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
         let curves: Vec<Curve<'_>> = level
             .runs
             .iter()
+            .filter(|run| !matches!(run.scheme, Scheme::FixedBudget(_)))
             .map(|run| {
                 let (color, dash) = queue_style(&run.scheme);
                 (run.latencies.as_slice(), color, dash)
@@ -114,6 +115,7 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
     let entries: Vec<(String, &str, &str)> = queueing.levels[0]
         .runs
         .iter()
+        .filter(|run| !matches!(run.scheme, Scheme::FixedBudget(_)))
         .map(|run| {
             let (color, dash) = queue_style(&run.scheme);
             let label = run
@@ -138,14 +140,16 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
     out
 }
 
-/// The colour and dash of a queueing row: unhedged grey, fixed blue, adaptive red (dashed
-/// with its budget), tied green (dashed when the second copy waits), tied pairs purple.
+/// The colour and dash of a queueing row: unhedged grey, fixed blue (dotted with a
+/// budget), the recommended adaptive p95 red (dashed with its budget), optimal p99 orange, tied green (dashed when the second copy waits), tied pairs purple.
 fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
     match scheme {
         Scheme::Off => ("#555555", ""),
         Scheme::Fixed(_) => ("#1f77b4", ""),
-        Scheme::Adaptive { budget: false } => ("#d62728", ""),
-        Scheme::Adaptive { budget: true } => ("#d62728", "6,4"),
+        Scheme::FixedBudget(_) => ("#1f77b4", "2,2"),
+        Scheme::Optimal => ("#ff7f0e", "6,4"),
+        Scheme::Recommended { budget: false } => ("#d62728", ""),
+        Scheme::Recommended { budget: true } => ("#d62728", "6,4"),
         Scheme::Tied(delay) if delay.is_zero() => ("#2ca02c", ""),
         Scheme::Tied(_) => ("#2ca02c", "6,4"),
         Scheme::TiedPair(_) => ("#9467bd", ""),

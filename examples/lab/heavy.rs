@@ -353,7 +353,7 @@ pub struct Withheld {
 pub fn run_withheld(reports: &[Report], queues: &[&QueueReport]) -> Withheld {
     enum Job<'r> {
         Independent(&'r Report, bool),
-        Queue(char, &'r super::queueing::Level),
+        Queue(&'r str, &'r super::queueing::Level),
     }
     let mut jobs = Vec::new();
     for report in reports {
@@ -362,12 +362,8 @@ pub fn run_withheld(reports: &[Report], queues: &[&QueueReport]) -> Withheld {
         }
     }
     for queue in queues {
-        let key = match queue.slowness {
-            super::queueing::Slowness::Independent => 'e',
-            super::queueing::Slowness::Correlated => 'f',
-        };
         for level in &queue.levels {
-            jobs.push(Job::Queue(key, level));
+            jobs.push(Job::Queue(&queue.key, level));
         }
     }
     let rows = engine::parallel_map(&jobs, |job| match *job {
@@ -386,7 +382,7 @@ pub fn run_withheld(reports: &[Report], queues: &[&QueueReport]) -> Withheld {
             let without = level.recommended();
             let with = simulate_queue_with(
                 &level.cluster,
-                Scheme::Adaptive { budget: true },
+                Scheme::Recommended { budget: true },
                 false,
                 MIN_WIN_RATE,
             );

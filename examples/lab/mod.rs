@@ -40,12 +40,13 @@ pub use keyed::{keyed_table, run_two_hosts, Calls, HostRun, Routing, TwoHosts, T
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]
 pub use queueing::{
-    recommended, run_aborted, run_paused, run_queueing, run_seeds, simulate_queue,
-    simulate_queue_with, unloaded_p95, Cluster, Level, QueueReport, QueueRun, Scheme, Slowness,
-    SERVERS, TIE, UTILISATIONS,
+    optimal, recommended, recommended_budget, run_aborted, run_paused, run_paused_share,
+    run_queueing, run_seeds, simulate_queue, simulate_queue_with, unloaded_p95, Cluster, Level,
+    QueueReport, QueueRun, Scheme, Slowness, PAUSED_LOADS, SERVERS, SWEPT_DELAYS_US, TIE,
+    UTILISATIONS,
 };
 #[allow(unused_imports)]
-pub use report::{acceptance, table};
+pub use report::{acceptance, table, targets};
 
 const MS: Duration = Duration::from_millis(1);
 

@@ -244,6 +244,16 @@ pub fn table(report: &Report) -> String {
     out
 }
 
+/// Lines of work under way: PASS where they hold, OPEN where not yet.
+pub fn targets(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for check in checks {
+        let verdict = if check.holds { "PASS" } else { "OPEN" };
+        let _ = writeln!(out, "{verdict}  {}: {}", check.claim, check.measured);
+    }
+    out
+}
+
 /// The acceptance lines of one report.
 pub fn acceptance(checks: &[Check]) -> String {
     let mut out = String::new();

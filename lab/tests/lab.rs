@@ -443,7 +443,7 @@ fn e_the_queueing_simulation_is_deterministic() {
         calls: 5_000,
         ..Cluster::at(0.7)
     };
-    let scheme = Scheme::Adaptive { budget: true };
+    let scheme = Scheme::Recommended { budget: true };
     let (first, second) = (
         lab::simulate_queue(&cluster, scheme, false),
         lab::simulate_queue(&cluster, scheme, false),

@@ -14,7 +14,7 @@ const MAX_BITS: u32 = 40;
 pub(super) const BUCKETS: usize =
     LINEAR as usize + ((MAX_BITS - SUB_BITS) as usize) * (1 << SUB_BITS);
 /// A latency over this many times the window's median is slow...
-pub(super) const CROWD_MEDIANS: u64 = 4;
+const CROWD_MEDIANS: u64 = 4;
 /// ...and when more than one latency in this many is that slow, the slow calls are a
 /// queue, not stragglers.
 const CROWD_ONE_IN: u64 = 10;
@@ -44,15 +44,6 @@ pub(super) static EDGES_NANOS: [u64; BUCKETS] = {
     }
     edges
 };
-
-/// The median of a window of counts, in microseconds (0 when it is empty).
-pub(super) fn median_micros(window: &[u64; BUCKETS]) -> u64 {
-    let total: u64 = window.iter().sum();
-    if total == 0 {
-        return 0;
-    }
-    bucket_at(window, total, 0.5)
-}
 
 /// The upper edge of a bucket in microseconds: the delay a quantile in it maps to, so the
 /// delay errs long (fewer hedges), by at most one bucket.

@@ -33,9 +33,7 @@ use alloc::boxed::Box;
 use crate::budget::Budget;
 use crate::model::{kaplan_meier, Goal, Survival};
 
-use self::histogram::{
-    bucket_of, is_queue, median_micros, window_delay, BUCKETS, CROWD_MEDIANS, EDGES_NANOS,
-};
+use self::histogram::{bucket_of, is_queue, window_delay, BUCKETS, EDGES_NANOS};
 
 mod histogram;
 
@@ -97,8 +95,6 @@ pub(crate) struct Ending {
     pub(crate) censored: bool,
     /// Whether the clock started a copy of the call.
     pub(crate) hedged: bool,
-    /// How long the hedge that won took on its own, if a hedge won.
-    pub(crate) hedge_won_in: Option<Duration>,
     /// Whether the budget refused a copy of the call.
     pub(crate) refused: bool,
 }
@@ -148,24 +144,18 @@ pub(crate) struct LatencyTracker {
     /// censored latencies (originals dropped still running, at their age); empty
     /// otherwise, where they count as latencies.
     censored: Box<[AtomicU32]>,
-    /// Per slot, what hedges showed: see [`Shown`].
+    /// Per slot, what hedges showed: [`SHOWN`] counts.
     shown: Box<[AtomicU32]>,
-    /// How long a hedge may take on its own and still count as answering at the healthy
-    /// pace, in nanoseconds: [`CROWD_MEDIANS`](histogram) times the window's median, as
-    /// last published (`u64::MAX` before).
-    healthy_nanos: AtomicU64,
     /// The budget whose ratio bounds the extra copies [`Choice::Optimal`] plans for.
     budget: Option<Budget>,
 }
 
 /// The counts of what hedges showed, per slot.
-const SHOWN: usize = 3;
+const SHOWN: usize = 2;
 /// Calls in which the clock started a copy.
 const HEDGED: usize = 0;
-/// Of those, calls won by a hedge that answered at the healthy pace.
-const WON_FAST: usize = 1;
 /// Calls in which the budget refused a copy.
-const REFUSED: usize = 2;
+const REFUSED: usize = 1;
 
 impl LatencyTracker {
     pub(crate) fn new(seed: &TrackerSeed) -> Self {
@@ -208,8 +198,9 @@ impl LatencyTracker {
                 Choice::Optimal { .. } => (0..STRIPE_LEN).map(|_| AtomicU32::new(0)).collect(),
                 Choice::Quantile => Box::new([]),
             },
-            shown: (0..SLOTS as usize * SHOWN).map(|_| AtomicU32::new(0)).collect(),
-            healthy_nanos: AtomicU64::new(u64::MAX),
+            shown: (0..SLOTS as usize * SHOWN)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
             budget: budget.clone(),
         }
     }
@@ -236,9 +227,10 @@ impl LatencyTracker {
     #[cold]
     pub(crate) fn clear(&self) {
         self.counts.iter().for_each(|count| count.store(0, Relaxed));
-        self.censored.iter().for_each(|count| count.store(0, Relaxed));
+        self.censored
+            .iter()
+            .for_each(|count| count.store(0, Relaxed));
         self.shown.iter().for_each(|count| count.store(0, Relaxed));
-        self.healthy_nanos.store(u64::MAX, Relaxed);
         self.unestimated.store(0, Relaxed);
         self.estimate_nanos.store(NO_ESTIMATE, Relaxed);
     }
@@ -256,7 +248,6 @@ impl LatencyTracker {
             sample: Sample::new(latency, now),
             censored: false,
             hedged: false,
-            hedge_won_in: None,
             refused: false,
         });
     }
@@ -304,10 +295,6 @@ impl LatencyTracker {
         if ending.hedged {
             shown[HEDGED].fetch_add(1, Relaxed);
         }
-        let healthy = self.healthy_nanos.load(Relaxed);
-        if ending.hedge_won_in.is_some_and(|took| nanos(took) <= healthy) {
-            shown[WON_FAST].fetch_add(1, Relaxed);
-        }
         if ending.refused {
             shown[REFUSED].fetch_add(1, Relaxed);
         }
@@ -347,7 +334,11 @@ impl LatencyTracker {
                 // A recording racing this clear may be lost; one sample in a window is noise.
                 for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
                     let row = (stale % SLOTS) as usize * BUCKETS;
-                    for stripe in self.counts.chunks(STRIPE_LEN).chain(self.censored.chunks(STRIPE_LEN)) {
+                    for stripe in self
+                        .counts
+                        .chunks(STRIPE_LEN)
+                        .chain(self.censored.chunks(STRIPE_LEN))
+                    {
                         stripe[row..row + BUCKETS]
                             .iter()
                             .for_each(|count| count.store(0, Relaxed));
@@ -380,8 +371,8 @@ impl LatencyTracker {
         // Whether the two newest slots with samples are both a queue: one slot alone may
         // straddle a shift of the median, which looks the same.
         let (mut newest, mut queueing) = (0, 0);
-        // What hedges showed in the two newest slots, and in the whole window.
-        let (mut shown, mut in_window) = ([0u64; SHOWN], [0u64; SHOWN]);
+        // What hedges showed in the window.
+        let mut shown = [0u64; SHOWN];
         for (back, at) in slots.into_iter().enumerate() {
             let Some(at) = at else { continue };
             let row = at * BUCKETS;
@@ -405,33 +396,24 @@ impl LatencyTracker {
                     *all += count;
                 }
             }
-            for (sum, count) in in_window.iter_mut().zip(self.shown_in(at as u64)) {
+            for (sum, count) in shown.iter_mut().zip(self.shown_in(at as u64)) {
                 *sum += u64::from(count.load(Relaxed));
             }
             if back < 2 && slot.iter().any(|&count| count > 0) {
                 newest += 1;
                 queueing += usize::from(is_queue(&slot));
-                for (sum, count) in shown.iter_mut().zip(self.shown_in(at as u64)) {
-                    *sum += u64::from(count.load(Relaxed));
-                }
             }
         }
         let total = window.iter().chain(&censored).sum::<u64>();
-        if total > 0 {
-            let mut all = window;
-            all.iter_mut().zip(&censored).for_each(|(sum, count)| *sum += count);
-            let healthy = median_micros(&all).saturating_mul(CROWD_MEDIANS * 1000);
-            self.healthy_nanos.store(healthy, Relaxed);
-        }
-        // Slow calls in a crowd are a queue, unless the hedges sent showed otherwise: most
-        // of them won, answering at the healthy pace, so the slowness was not shared.
-        let unshared = shown[HEDGED] >= MIN_SHOWN && shown[WON_FAST] * 2 >= shown[HEDGED];
-        let queue = newest > 0 && queueing == newest && !unshared;
+        // Slow calls in a crowd are a queue.
+        let queue = newest > 0 && queueing == newest;
         let estimate = match self.config.choice {
             // A queue is hedged only past its slowest recent latency.
             Choice::Optimal { .. } | Choice::Quantile if queue => {
                 let mut all = window;
-                all.iter_mut().zip(&censored).for_each(|(sum, count)| *sum += count);
+                all.iter_mut()
+                    .zip(&censored)
+                    .for_each(|(sum, count)| *sum += count);
                 window_delay(&all, 1.0, self.config.min_samples).map(Duration::from_micros)
             }
             Choice::Quantile => {
@@ -439,7 +421,14 @@ impl LatencyTracker {
                     .map(Duration::from_micros)
             }
             Choice::Optimal { copies } => (total >= u64::from(self.config.min_samples.max(1)))
-                .then(|| self.optimal(&window, &censored, copies, self.supply(in_window[HEDGED], in_window[REFUSED], total)))
+                .then(|| {
+                    self.optimal(
+                        &window,
+                        &censored,
+                        copies,
+                        self.supply(shown[HEDGED], shown[REFUSED], total),
+                    )
+                })
                 .flatten(),
         };
         let estimate = estimate.map(|delay| delay.clamp(self.min_delay, self.max_delay));
@@ -485,10 +474,6 @@ impl LatencyTracker {
         Some(ratio * (1.0 - refused_share) + granted * refused_share)
     }
 }
-
-/// The fewest hedged calls in the two newest slots that may tell a queue from a paused
-/// replica.
-const MIN_SHOWN: u64 = 4;
 
 /// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
 #[inline]

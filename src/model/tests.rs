@@ -50,7 +50,9 @@ fn calls_censored_past_every_ended_one_run_on() {
     assert_eq!(hedged.latency, Duration::MAX);
     assert_eq!(hedged.unended, 0.25);
     // The choice leaves the fewest calls running on: any hedge within the classes does.
-    let choice = survival.choose(&Goal::new(0.99).budget(1.0)).expect("latencies");
+    let choice = survival
+        .choose(&Goal::new(0.99).budget(1.0))
+        .expect("latencies");
     assert_eq!(choice.unended, 0.25);
     assert_eq!(choice.extra, 0.5, "{choice:?}");
 }
@@ -177,7 +179,11 @@ fn the_choice_keeps_to_its_bounds() {
     assert_eq!(choice.delay, ms(5));
     let goal = Goal::new(0.99).budget(0.10).bounds(ms(200), ms(100));
     let choice = survival.choose(&goal).expect("latencies");
-    assert_eq!(choice.delay, ms(200), "max_delay below min_delay is raised to it");
+    assert_eq!(
+        choice.delay,
+        ms(200),
+        "max_delay below min_delay is raised to it"
+    );
 }
 
 #[test]
@@ -187,5 +193,9 @@ fn huge_delays_and_quantiles_saturate() {
     let plan = Plan::new(Duration::MAX, 64);
     assert_eq!(survival.asks(plan), 0.0);
     assert_eq!(survival.call_quantile(plan, 2.0), ms(100));
-    assert_eq!(survival.call_quantile(plan, f64::NAN), ms(100), "NaN: the slowest");
+    assert_eq!(
+        survival.call_quantile(plan, f64::NAN),
+        ms(100),
+        "NaN: the slowest"
+    );
 }

@@ -164,22 +164,10 @@ impl<T, E> Race<T, E> {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
-                let hedge_won_at = match (end, &self.times) {
-                    // The newest copy's start is the winner's when the winner is the newest.
-                    (End::Won { index, .. }, Some(times)) if *index > 0 => {
-                        Some(if usize::from(self.launched) == index + 1 {
-                            times.last_start
-                        } else {
-                            first_start
-                        })
-                    }
-                    _ => None,
-                };
                 let shown = Shown {
                     first_start,
                     censored: !original_won,
                     hedged: matches!(self.timed, Timed::Hedged | Timed::Probed),
-                    hedge_won_at,
                     refused: self.refused != 0,
                 };
                 record_latency(settings, shown, self.key);
@@ -264,8 +252,6 @@ struct Shown {
     /// Whether the original was dropped still running.
     censored: bool,
     hedged: bool,
-    /// When the hedge that won started, if a hedge won.
-    hedge_won_at: Option<Duration>,
     refused: bool,
 }
 
@@ -280,7 +266,6 @@ fn record_latency<Tm: Timer>(settings: &Settings<Tm>, shown: Shown, key: u64) {
             sample: Sample::new(now.saturating_sub(shown.first_start), now),
             censored: shown.censored,
             hedged: shown.hedged,
-            hedge_won_in: shown.hedge_won_at.map(|start| now.saturating_sub(start)),
             refused: shown.refused,
         };
         tracker.record_ending(&ending);

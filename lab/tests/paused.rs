@@ -1,0 +1,92 @@
+//! The lab's workloads of replicas paused a tenth and a fifth of the time, at 10-50% load:
+//! the lines the demo holds on them, asserted on the same deterministic figures, and the
+//! sweep of fixed delays the line against the best fixed delay reads.
+
+#[path = "../../examples/lab/mod.rs"]
+mod lab;
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use lab::{QueueReport, Scheme};
+
+/// Both workloads, run once for every test.
+fn reports() -> &'static [QueueReport; 2] {
+    static REPORTS: OnceLock<[QueueReport; 2]> = OnceLock::new();
+    REPORTS.get_or_init(|| [0.10, 0.20].map(lab::run_paused_share))
+}
+
+#[test]
+fn paused_replicas_the_recommended_configuration_is_never_worse_than_unhedged() {
+    for report in reports() {
+        assert_eq!(report.levels.len(), lab::PAUSED_LOADS.len());
+        for level in &report.levels {
+            let (recommended, unhedged) = (level.recommended(), level.unhedged());
+            for quantile in [0.5, 0.99] {
+                assert!(
+                    recommended.percentile(quantile) <= unhedged.percentile(quantile).mul_f64(1.05),
+                    "({}) p{} at {}: {:?} vs {:?}",
+                    report.key,
+                    quantile * 100.0,
+                    level.cluster.utilisation,
+                    recommended.percentile(quantile),
+                    unhedged.percentile(quantile)
+                );
+            }
+        }
+        assert!(
+            report.checks.iter().all(|check| check.holds),
+            "{:?}",
+            report.checks
+        );
+    }
+}
+
+#[test]
+fn paused_replicas_pause_the_share_of_time_their_workload_names() {
+    for (report, share) in reports().iter().zip([0.10, 0.20]) {
+        let cluster = report.levels[0].cluster;
+        let run = Duration::from_secs(30);
+        let paused: f64 = (0..cluster.servers)
+            .map(|server| {
+                cluster
+                    .pauses(server)
+                    .iter()
+                    .filter(|(start, _)| *start < run)
+                    .map(|(start, end)| (*end.min(&run) - *start).as_secs_f64())
+                    .sum::<f64>()
+            })
+            .sum::<f64>()
+            / (cluster.servers as f64 * run.as_secs_f64());
+        assert!(
+            (paused - share).abs() < 0.03,
+            "({}) {paused:.3}",
+            report.key
+        );
+    }
+}
+
+#[test]
+fn paused_replicas_the_best_fixed_delay_is_taken_from_every_swept_delay_up_to_half_load() {
+    for report in reports() {
+        for level in &report.levels {
+            let swept: Vec<&lab::QueueRun> = level
+                .runs
+                .iter()
+                .filter(|run| matches!(run.scheme, Scheme::FixedBudget(_)))
+                .collect();
+            assert_eq!(swept.len(), lab::SWEPT_DELAYS_US.len());
+            let best = level.best_fixed().expect("swept");
+            assert!(swept
+                .iter()
+                .all(|run| run.percentile(0.99) >= best.percentile(0.99)));
+            // A budget is a budget: no swept row hedges much more than its ratio.
+            assert!(swept
+                .iter()
+                .all(|run| run.extra_ratio() <= lab::BUDGET_RATIO + 0.01));
+        }
+        // The line against it is measured on every load (it may still be OPEN).
+        let line = &report.targets[0];
+        assert_eq!(line.measured.matches("extra, delay at the end").count(), 3);
+    }
+}
