@@ -308,16 +308,43 @@ impl<'a> Survival<'a> {
     /// predicted with its refusals; without one, at most [`NO_BUDGET_EXTRA`]); among the
     /// delays within [`TOLERANCE`] of the best predicted tail, the one with the fewest
     /// extra copies. When no delay keeps within [`NO_BUDGET_EXTRA`], the one with the
-    /// fewest extra copies. `None` when no class holds a latency.
+    /// fewest extra copies (the longest of them). Where calls censored past every ended
+    /// one keep the quantile out of any delay's reach, the delays are ranked at the
+    /// highest quantile they reach. `None` when no class holds a latency.
     ///
     /// The delays tried are the class edges within the bounds, and the bounds.
     pub fn choose(&self, goal: &Goal) -> Option<Prediction> {
-        // The tail a prediction is ranked by: its latency at the quantile, then, where the
-        // quantile is never reached, the share of calls that never end.
-        let tail = |prediction: &Prediction| (prediction.latency, prediction.unended);
         if self.is_empty() {
             return None;
         }
+        let chosen = self.choose_at(goal)?;
+        if chosen.latency < Duration::MAX {
+            return Some(chosen);
+        }
+        // Calls censored past every ended one (their copies won, their originals were
+        // dropped) keep the quantile out of reach of any delay: rank the delays at the
+        // highest quantile some delay reaches instead, with room for the model's error.
+        let reachable = 1.0 - chosen.unended * 1.5;
+        let lowered = Goal {
+            quantile: reachable.clamp(0.0, goal.quantile),
+            ..*goal
+        };
+        let mut chosen = self.choose_at(&lowered)?;
+        chosen.latency = self.call_quantile(
+            Plan {
+                granted: chosen.granted,
+                ..Plan::new(chosen.delay, goal.copies.max(1))
+            },
+            goal.quantile,
+        );
+        Some(chosen)
+    }
+
+    /// [`Survival::choose`] at `goal.quantile` as given.
+    fn choose_at(&self, goal: &Goal) -> Option<Prediction> {
+        // The tail a prediction is ranked by: its latency at the quantile, then, where the
+        // quantile is never reached, the share of calls that never end.
+        let tail = |prediction: &Prediction| (prediction.latency, prediction.unended);
         let (min_delay, max_delay) = (goal.min_delay, goal.max_delay.max(goal.min_delay));
         let candidates = core::iter::once(min_delay)
             .chain(
@@ -340,7 +367,7 @@ impl<'a> Survival<'a> {
         // predictions are not kept (no allocation): the second pass makes them again.
         for delay in candidates.clone() {
             let prediction = self.predict_for(goal, delay);
-            if fewest.is_none_or(|fewest| prediction.extra < fewest.extra) {
+            if fewest.is_none_or(|fewest| prediction.extra <= fewest.extra) {
                 fewest = Some(prediction);
             }
             if allowed(&prediction) && best.is_none_or(|best| tail(&prediction) < tail(&best)) {

@@ -1,0 +1,180 @@
+//! `optimal_delay`: the delay the recent latencies predict minimises a quantile of call
+//! latency within the budget, driven call by call on `ManualTimer`.
+
+mod common;
+
+use std::future::Future;
+use std::time::Duration;
+
+use common::{ms, Driver};
+use hedging::config::PolicyConfig;
+use hedging::timer::{ManualTimer, Timer};
+use hedging::{Attempt, Budget, Hedgeable, Policy, PolicyBuilder};
+
+/// A copy that answers `Ok(index)` after `latency` of virtual time.
+fn copy(
+    timer: &ManualTimer,
+    index: usize,
+    latency: Duration,
+) -> impl Future<Output = Result<usize, ()>> {
+    let sleep = timer.sleep(latency);
+    async move {
+        sleep.await;
+        Ok(index)
+    }
+}
+
+/// Runs one call whose original takes `original` and every hedge `hedge`; returns the
+/// winner's index.
+fn call(policy: &Policy<ManualTimer>, original: Duration, hedge: Duration) -> usize {
+    let timer = policy.timer().clone();
+    let factory = {
+        let timer = timer.clone();
+        move |a: Attempt| {
+            copy(
+                &timer,
+                a.index(),
+                if a.index() == 0 { original } else { hedge },
+            )
+        }
+    };
+    let mut driver = Driver::new(factory.hedged(policy));
+    driver.run(&timer).expect("the scripted copies succeed")
+}
+
+/// One quarter window of calls: 90 answered in 1 ms, 10 from a paused replica (100 ms),
+/// each hedge answered in 1 ms; then the clock moves into the next quarter (100 ms).
+fn quarter_of_pauses(policy: &Policy<ManualTimer>) -> usize {
+    let timer = policy.timer().clone();
+    let start = timer.now();
+    let mut hedge_wins = 0;
+    for call_index in 0..100 {
+        let original = if call_index % 10 == 9 { ms(100) } else { ms(1) };
+        hedge_wins += usize::from(call(policy, original, ms(1)) == 1);
+    }
+    let quarter = ms(100);
+    let into = (timer.now() - start).as_nanos() % quarter.as_nanos();
+    timer.advance(quarter - Duration::from_nanos(into as u64));
+    hedge_wins
+}
+
+fn optimal(timer: &ManualTimer) -> PolicyBuilder<ManualTimer> {
+    Policy::builder()
+        .max_copies(2)
+        .optimal_delay(0.99)
+        .delay(ms(20))
+        .min_delay(Duration::from_micros(100))
+        .adaptive_min_samples(50)
+        .adaptive_window(ms(400)) // quarters of 100 ms
+        .timer(timer.clone())
+}
+
+/// Whether `delay` is the bucket of 1 ms: past the body, short of the pauses.
+fn past_the_body(delay: Option<Duration>) -> bool {
+    delay.is_some_and(|delay| (ms(1)..=ms(1) + ms(1) / 8).contains(&delay))
+}
+
+#[test]
+fn optimal_delay_hedges_just_past_the_body_where_a_tenth_of_calls_pause() {
+    let timer = ManualTimer::new();
+    let policy = optimal(&timer).budget(&Budget::new(0.15)).build();
+    assert_eq!(
+        policy.delay(),
+        Some(ms(20)),
+        "the fixed delay until 50 latencies"
+    );
+    // The fallback hedges the paused calls at 20 ms, and their hedges win.
+    assert_eq!(quarter_of_pauses(&policy), 10);
+    assert!(past_the_body(policy.delay()), "{:?}", policy.delay());
+    // A p95 sits inside the pauses: what adaptive_delay(0.95) would hedge at.
+    let p95 = Policy::builder()
+        .adaptive_delay(0.95)
+        .delay(ms(20))
+        .adaptive_min_samples(50)
+        .adaptive_window(ms(400))
+        .timer(timer.clone())
+        .build();
+    for call_index in 0..100 {
+        let original = if call_index % 10 == 9 { ms(100) } else { ms(1) };
+        call(&p95, original, ms(1));
+    }
+    assert!(
+        p95.delay().is_some_and(|delay| delay >= ms(20)),
+        "{:?}",
+        p95.delay()
+    );
+}
+
+#[test]
+fn hedging_at_its_own_delay_does_not_drag_the_delay_down_over_successive_windows() {
+    let timer = ManualTimer::new();
+    let policy = optimal(&timer).budget(&Budget::new(0.15)).build();
+    quarter_of_pauses(&policy);
+    let chosen = policy.delay();
+    assert!(past_the_body(chosen), "{chosen:?}");
+    // Six more windows, each hedging every paused call at the chosen delay: the originals
+    // dropped are censored at about 2 ms, and the delay holds.
+    for window in 0..24 {
+        assert_eq!(quarter_of_pauses(&policy), 10, "quarter {window}");
+        assert_eq!(policy.delay(), chosen, "quarter {window}");
+    }
+    let stats = policy.stats();
+    assert_eq!(stats.hedge_wins, 250);
+}
+
+#[test]
+fn without_a_budget_optimal_delay_does_not_plan_for_more_than_five_percent_extra_copies() {
+    let timer = ManualTimer::new();
+    let policy = optimal(&timer).max_delay(ms(200)).build();
+    quarter_of_pauses(&policy);
+    // A tenth of the calls are slow: any delay that catches them hedges 10%, over the 5%
+    // a policy without a budget plans for. The delay with the fewest copies is chosen.
+    let delay = policy.delay().expect("a delay");
+    assert!(delay >= ms(20), "{delay:?}");
+    let with_budget = optimal(&timer).budget(&Budget::new(0.15)).build();
+    quarter_of_pauses(&with_budget);
+    assert!(past_the_body(with_budget.delay()));
+}
+
+#[test]
+fn optimal_delay_is_a_key_of_the_policy_config() {
+    let config: PolicyConfig = toml::from_str(
+        "delay = \"20ms\"\noptimal_delay = 0.99\nmin_delay = \"100us\"\nmax_delay = \"200ms\"\n\n[budget]\nratio = 0.1\n",
+    )
+    .expect("a valid config");
+    assert_eq!(config.optimal_delay, Some(0.99));
+    let timer = ManualTimer::new();
+    let policy = config
+        .to_builder()
+        .adaptive_min_samples(50)
+        .adaptive_window(ms(400))
+        .timer(timer.clone())
+        .build();
+    assert_eq!(policy.delay(), Some(ms(20)));
+    quarter_of_pauses(&policy);
+    assert!(past_the_body(policy.delay()), "{:?}", policy.delay());
+    // One mode: not with adaptive_delay, and a quantile in range.
+    let both = toml::from_str::<PolicyConfig>("adaptive_delay = 0.95\noptimal_delay = 0.99");
+    assert!(both
+        .unwrap_err()
+        .to_string()
+        .contains("adaptive_delay and optimal_delay are both set"));
+    let out_of_range = toml::from_str::<PolicyConfig>("optimal_delay = 1.5");
+    assert!(out_of_range
+        .unwrap_err()
+        .to_string()
+        .contains("optimal_delay"));
+}
+
+#[test]
+fn a_nan_target_counts_as_the_p99_and_a_target_out_of_range_is_clamped() {
+    let timer = ManualTimer::new();
+    for target in [f64::NAN, 7.0, -1.0] {
+        let policy = Policy::builder()
+            .optimal_delay(target)
+            .delay(ms(20))
+            .timer(timer.clone())
+            .build();
+        assert_eq!(policy.delay(), Some(ms(20)), "{target}");
+    }
+}
