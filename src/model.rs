@@ -279,21 +279,18 @@ impl<'a> Survival<'a> {
     }
 
     /// The prediction for `delay` under `goal`: with a budget, the copies asked for beyond
-    /// what it grants are refused, evenly over the calls.
+    /// what it grants are refused, evenly over the calls. A token bucket is funded by the
+    /// calls that ask for no copy: it grants its ratio of those per call.
     pub fn predict_for(&self, goal: &Goal, delay: Duration) -> Prediction {
         let mut plan = Plan::new(delay, goal.copies.max(1));
-        if let Some(supply) = goal.budget {
-            // Refusals leave more calls running, which ask again: a few rounds settle it.
+        if let Some(ratio) = goal.budget {
+            // A call that asks for a copy earns the budget nothing, so the copies it grants
+            // per call are its ratio of the calls that never ask. Refusals leave more calls
+            // running, which ask again: a few rounds settle it.
+            let supply = ratio.max(0.0) * (1.0 - self.call_above(plan, nanos_of(delay)));
             for _ in 0..4 {
-                let asks = self.asks(Plan {
-                    granted: plan.granted,
-                    ..plan
-                });
-                let granted = if asks > supply.max(0.0) {
-                    supply.max(0.0) / asks
-                } else {
-                    1.0
-                };
+                let asks = self.asks(plan);
+                let granted = if asks > supply { supply / asks } else { 1.0 };
                 if (granted - plan.granted).abs() < 1e-6 {
                     break;
                 }

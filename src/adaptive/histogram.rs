@@ -45,6 +45,15 @@ pub(super) static EDGES_NANOS: [u64; BUCKETS] = {
     edges
 };
 
+/// The median of a slot's or window's counts, in microseconds (0 when empty).
+pub(super) fn median_micros(window: &[u64; BUCKETS]) -> u64 {
+    let total: u64 = window.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    bucket_at(window, total, 0.5)
+}
+
 /// The upper edge of a bucket in microseconds: the delay a quantile in it maps to, so the
 /// delay errs long (fewer hedges), by at most one bucket.
 const fn upper_edge_micros(bucket: usize) -> u64 {

@@ -33,7 +33,7 @@ use alloc::boxed::Box;
 use crate::budget::Budget;
 use crate::model::{kaplan_meier, Goal, Survival};
 
-use self::histogram::{bucket_of, is_queue, window_delay, BUCKETS, EDGES_NANOS};
+use self::histogram::{bucket_of, is_queue, median_micros, window_delay, BUCKETS, EDGES_NANOS};
 
 mod histogram;
 
@@ -95,6 +95,8 @@ pub(crate) struct Ending {
     pub(crate) censored: bool,
     /// Whether the clock started a copy of the call.
     pub(crate) hedged: bool,
+    /// Whether a copy other than the original won the call.
+    pub(crate) hedge_won: bool,
     /// Whether the budget refused a copy of the call.
     pub(crate) refused: bool,
 }
@@ -146,16 +148,22 @@ pub(crate) struct LatencyTracker {
     censored: Box<[AtomicU32]>,
     /// Per slot, what hedges showed: [`SHOWN`] counts.
     shown: Box<[AtomicU32]>,
+    /// The share of its ratio the budget is planned to grant, in thousandths: lowered by
+    /// the refusals of each slot that completes (the slow calls came together and emptied
+    /// the bucket before its ratio said), raised again by slots without any.
+    headroom: AtomicU32,
     /// The budget whose ratio bounds the extra copies [`Choice::Optimal`] plans for.
     budget: Option<Budget>,
 }
 
 /// The counts of what hedges showed, per slot.
-const SHOWN: usize = 2;
+const SHOWN: usize = 3;
 /// Calls in which the clock started a copy.
 const HEDGED: usize = 0;
 /// Calls in which the budget refused a copy.
 const REFUSED: usize = 1;
+/// Calls a copy other than the original won.
+const HEDGE_WON: usize = 2;
 
 impl LatencyTracker {
     pub(crate) fn new(seed: &TrackerSeed) -> Self {
@@ -201,6 +209,7 @@ impl LatencyTracker {
             shown: (0..SLOTS as usize * SHOWN)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
+            headroom: AtomicU32::new(FULL_HEADROOM),
             budget: budget.clone(),
         }
     }
@@ -231,6 +240,7 @@ impl LatencyTracker {
             .iter()
             .for_each(|count| count.store(0, Relaxed));
         self.shown.iter().for_each(|count| count.store(0, Relaxed));
+        self.headroom.store(FULL_HEADROOM, Relaxed);
         self.unestimated.store(0, Relaxed);
         self.estimate_nanos.store(NO_ESTIMATE, Relaxed);
     }
@@ -248,6 +258,7 @@ impl LatencyTracker {
             sample: Sample::new(latency, now),
             censored: false,
             hedged: false,
+            hedge_won: false,
             refused: false,
         });
     }
@@ -274,7 +285,7 @@ impl LatencyTracker {
             };
             self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
         }
-        if ending.hedged || ending.refused {
+        if ending.hedged || ending.refused || ending.hedge_won {
             self.show(slot, ending);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
@@ -297,6 +308,9 @@ impl LatencyTracker {
         }
         if ending.refused {
             shown[REFUSED].fetch_add(1, Relaxed);
+        }
+        if ending.hedge_won {
+            shown[HEDGE_WON].fetch_add(1, Relaxed);
         }
     }
 
@@ -371,8 +385,10 @@ impl LatencyTracker {
         // Whether the two newest slots with samples are both a queue: one slot alone may
         // straddle a shift of the median, which looks the same.
         let (mut newest, mut queueing) = (0, 0);
-        // What hedges showed in the window.
-        let mut shown = [0u64; SHOWN];
+        // What hedges showed in the window, and in the slot that just completed.
+        let (mut shown, mut newest_shown) = ([0u64; SHOWN], [0u64; SHOWN]);
+        // Per slot with enough calls: the share of them hedged, and their median.
+        let mut paced: [Option<(f64, u64)>; SLOTS as usize] = [None; SLOTS as usize];
         for (back, at) in slots.into_iter().enumerate() {
             let Some(at) = at else { continue };
             let row = at * BUCKETS;
@@ -396,8 +412,21 @@ impl LatencyTracker {
                     *all += count;
                 }
             }
-            for (sum, count) in shown.iter_mut().zip(self.shown_in(at as u64)) {
-                *sum += u64::from(count.load(Relaxed));
+            let slot_shown = self.shown_in(at as u64);
+            let (hedged, refused) = (
+                u64::from(slot_shown[HEDGED].load(Relaxed)),
+                u64::from(slot_shown[REFUSED].load(Relaxed)),
+            );
+            let won = u64::from(slot_shown[HEDGE_WON].load(Relaxed));
+            if back == 0 && !with_current {
+                newest_shown = [hedged, refused, won];
+            }
+            shown[HEDGED] += hedged;
+            shown[REFUSED] += refused;
+            shown[HEDGE_WON] += won;
+            let calls: u64 = slot.iter().sum();
+            if calls >= MIN_ASKED {
+                paced[back] = Some((hedged as f64 / calls as f64, median_micros(&slot)));
             }
             if back < 2 && slot.iter().any(|&count| count > 0) {
                 newest += 1;
@@ -405,30 +434,38 @@ impl LatencyTracker {
             }
         }
         let total = window.iter().chain(&censored).sum::<u64>();
-        // Slow calls in a crowd are a queue.
-        let queue = newest > 0 && queueing == newest;
+        // Slow calls in a crowd are a queue. With `optimal_delay`, unless the hedges
+        // showed otherwise: most of them won (the slowness was not shared) and the median
+        // did not rise with the share of calls hedged (the copies did not load a queue).
+        // `adaptive_delay` keeps to the crowd alone: hedging at its p95 whenever hedges
+        // win costs a loaded queue's median more than 5% (the lab's workload (e) at 90%).
+        let unshared = matches!(self.config.choice, Choice::Optimal { .. })
+            && shown[HEDGED] >= MIN_ASKED
+            && shown[HEDGE_WON] * 2 >= shown[HEDGED]
+            && !median_rises_with_hedging(&paced);
+        let crowd = newest > 0 && queueing == newest;
+        let queue = crowd && !unshared;
         let estimate = match self.config.choice {
-            // A queue is hedged only past its slowest recent latency.
+            // A queue is hedged only past its slowest recent latency; one slot in
+            // `PROBE_EVERY` past its p98, so a few hedges keep showing what they do.
             Choice::Optimal { .. } | Choice::Quantile if queue => {
                 let mut all = window;
                 all.iter_mut()
                     .zip(&censored)
                     .for_each(|(sum, count)| *sum += count);
-                window_delay(&all, 1.0, self.config.min_samples).map(Duration::from_micros)
+                let past = if current.is_multiple_of(PROBE_EVERY) {
+                    PROBE_QUANTILE
+                } else {
+                    1.0
+                };
+                window_delay(&all, past, self.config.min_samples).map(Duration::from_micros)
             }
             Choice::Quantile => {
                 window_delay(&window, self.config.quantile, self.config.min_samples)
                     .map(Duration::from_micros)
             }
             Choice::Optimal { copies } => (total >= u64::from(self.config.min_samples.max(1)))
-                .then(|| {
-                    self.optimal(
-                        &window,
-                        &censored,
-                        copies,
-                        self.supply(shown[HEDGED], shown[REFUSED], total),
-                    )
-                })
+                .then(|| self.optimal(&window, &censored, copies, newest_shown))
                 .flatten(),
         };
         let estimate = estimate.map(|delay| delay.clamp(self.min_delay, self.max_delay));
@@ -437,43 +474,110 @@ impl LatencyTracker {
     }
 
     /// The delay the model predicts minimises the quantile of call latency for calls of
-    /// up to `copies` copies, with `supply` extra copies per call granted (or, `None`, no
-    /// budget), from the window's ended and censored latencies.
+    /// up to `copies` copies, from the window's ended and censored latencies, within what
+    /// the budget will really grant: the headroom is first moved by what the slot that
+    /// just completed `shown` (see [`LatencyTracker::plan_headroom`]).
     fn optimal(
         &self,
         ended: &[u64; BUCKETS],
         censored: &[u64; BUCKETS],
         copies: u8,
-        supply: Option<f64>,
+        shown: [u64; SHOWN],
     ) -> Option<Duration> {
         let mut above = [0.0; BUCKETS];
         kaplan_meier(ended, censored, &mut above);
+        let survival = Survival::new(&EDGES_NANOS, &above);
         let goal = Goal::new(self.config.quantile)
             .copies(copies.into())
             .bounds(self.min_delay, self.max_delay);
-        let goal = match supply {
-            Some(supply) => goal.budget(supply),
-            None => goal,
+        let Some(ratio) = self.budget.as_ref().and_then(Budget::extra_ratio) else {
+            return survival.choose(&goal).map(|choice| choice.delay);
         };
-        Survival::new(&EDGES_NANOS, &above)
-            .choose(&goal)
+        self.plan_headroom(&survival, goal.budget(ratio), shown);
+        let headroom = f64::from(self.headroom.load(Relaxed)) / f64::from(FULL_HEADROOM);
+        survival
+            .choose(&goal.budget(ratio * headroom))
             .map(|choice| choice.delay)
     }
 
-    /// The extra copies per call the budget will really grant: its ratio, less where it
-    /// refused copies in the window (the slow calls came together and emptied it), down
-    /// to the copies it did grant per call as the refusals grow. `None` without a budget
-    /// of a ratio (none, or a throttling one).
-    fn supply(&self, hedged: u64, refused: u64, total: u64) -> Option<f64> {
-        let ratio = self.budget.as_ref()?.extra_ratio()?;
-        if refused == 0 || total == 0 {
-            return Some(ratio);
+    /// Plans for the budget as it really grants: where the slot that just completed saw
+    /// more of its asks refused than the model predicted at the delay it hedged at (the
+    /// slow calls came together and emptied the bucket before its ratio said), the ratio
+    /// planned for is cut by that much; a slot refused no more than predicted wins a
+    /// tenth of it back.
+    fn plan_headroom(
+        &self,
+        survival: &Survival<'_>,
+        goal: Goal,
+        [hedged, refused, _]: [u64; SHOWN],
+    ) {
+        let asked = hedged + refused;
+        let used = self.estimate_nanos.load(Relaxed);
+        if asked < MIN_ASKED || used == NO_ESTIMATE {
+            return;
         }
-        let granted = (hedged as f64 / total as f64).min(ratio);
-        let refused_share = refused as f64 / (hedged + refused) as f64;
-        Some(ratio * (1.0 - refused_share) + granted * refused_share)
+        let headroom = self.headroom.load(Relaxed);
+        let planned = goal.budget.map_or(0.0, |ratio| {
+            ratio * f64::from(headroom) / f64::from(FULL_HEADROOM)
+        });
+        let predicted = survival
+            .predict_for(
+                &Goal {
+                    budget: Some(planned),
+                    ..goal
+                },
+                Duration::from_nanos(used),
+            )
+            .granted;
+        let granted = hedged as f64 / asked as f64;
+        let headroom = if granted < predicted - 0.02 {
+            (f64::from(headroom) * granted / predicted) as u32
+        } else {
+            headroom.saturating_add(FULL_HEADROOM / 10)
+        };
+        self.headroom
+            .store(headroom.clamp(FULL_HEADROOM / 2, FULL_HEADROOM), Relaxed);
     }
 }
+
+/// Whether the slots hedged most had a median well above the slots hedged least: the
+/// copies loaded a queue. `paced`: per slot, the share of calls hedged and the median.
+fn median_rises_with_hedging(paced: &[Option<(f64, u64)>]) -> bool {
+    let slots = paced.iter().flatten();
+    let count = slots.clone().count() as f64;
+    if count < 2.0 {
+        return false;
+    }
+    let mean_share = slots.clone().map(|(share, _)| share).sum::<f64>() / count;
+    let (mut more, mut fewer) = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0));
+    for &(share, median) in slots {
+        let group = if share > mean_share {
+            &mut more
+        } else {
+            &mut fewer
+        };
+        *group = (group.0 + share, group.1 + median as f64, group.2 + 1.0);
+    }
+    if more.2 == 0.0 || fewer.2 == 0.0 {
+        return false;
+    }
+    let (share_more, share_fewer) = (more.0 / more.2, fewer.0 / fewer.2);
+    let (median_more, median_fewer) = (more.1 / more.2, fewer.1 / fewer.2);
+    share_more - share_fewer >= 0.01 && median_more > median_fewer * RISE
+}
+
+/// How far the median of the slots hedged most must be above the others' to say the
+/// copies loaded a queue.
+const RISE: f64 = 1.10;
+/// A queue is probed with hedges one slot in this many...
+const PROBE_EVERY: u64 = 4;
+/// ...past this quantile of its latencies: few enough copies not to load it.
+const PROBE_QUANTILE: f64 = 0.98;
+
+/// A whole headroom, in thousandths.
+const FULL_HEADROOM: u32 = 1000;
+/// The fewest calls asking for a copy in a slot that move the headroom.
+const MIN_ASKED: u64 = 20;
 
 /// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
 #[inline]

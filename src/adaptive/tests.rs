@@ -1,5 +1,7 @@
 //! The tracker's unit tests: the estimate, its window and its bounds.
 
+use alloc::vec::Vec;
+
 use super::*;
 
 const MS: Duration = Duration::from_millis(1);
@@ -193,4 +195,127 @@ fn bounds_beyond_the_estimate_range_are_clamped_to_it() {
         MAX_ESTIMATE,
         "the bound holds exactly"
     );
+}
+
+/// An `optimal_delay` tracker (p99, two copies) with a budget of `ratio`, quarters of 1 s.
+fn optimal_tracker(ratio: f64) -> LatencyTracker {
+    let config = AdaptiveConfig {
+        quantile: 0.99,
+        min_samples: 10,
+        window: 4 * MS * 1000,
+        choice: Choice::Optimal { copies: 2 },
+    };
+    LatencyTracker::new(&TrackerSeed {
+        budget: Some(Budget::new(ratio)),
+        ..seed(config, Duration::ZERO)
+    })
+}
+
+/// A slot of 80 calls in 1 ms and 20 hedged at 9 ms whose originals were dropped at
+/// 10 ms, censored: a crowd of slow calls, whose hedges won or not.
+fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool) {
+    let at = slot * 1000 * MS;
+    (0..80).for_each(|_| tracker.record(MS, at));
+    for _ in 0..20 {
+        tracker.record_ending(&Ending {
+            sample: Sample::new(10 * MS, at),
+            censored: hedges_won,
+            hedged: true,
+            hedge_won: hedges_won,
+            refused: false,
+        });
+    }
+}
+
+#[test]
+fn with_optimal_delay_a_crowd_whose_hedges_win_is_not_a_queue() {
+    let tracker = optimal_tracker(0.5);
+    record_hedged_slot(&tracker, 0, true);
+    record_hedged_slot(&tracker, 1, true);
+    // The slowness was not shared: hedge past the body, where the model says.
+    let delay = tracker.delay(2000 * MS);
+    assert!(delay < 2 * MS, "{delay:?}");
+}
+
+#[test]
+fn with_optimal_delay_a_crowd_whose_hedges_lose_is_a_queue() {
+    let tracker = optimal_tracker(0.5);
+    record_hedged_slot(&tracker, 0, false);
+    record_hedged_slot(&tracker, 1, false);
+    // The copies were as slow as the originals: hedge only past the slowest latency.
+    let delay = tracker.delay(2000 * MS);
+    assert!(delay >= 10 * MS, "{delay:?}");
+}
+
+#[test]
+fn a_median_that_rises_with_the_share_of_calls_hedged_is_a_queue() {
+    // Two slots hedged 1% with a 1 ms median, two hedged 8% with 1.5 ms: the copies load.
+    let loaded = [
+        Some((0.01, 1000)),
+        Some((0.08, 1500)),
+        Some((0.01, 1000)),
+        Some((0.08, 1500)),
+        None,
+    ];
+    assert!(median_rises_with_hedging(&loaded));
+    // The same shares with a median that holds: the slowness was the replica's.
+    let held = loaded.map(|slot| slot.map(|(share, _)| (share, 1000)));
+    assert!(!median_rises_with_hedging(&held));
+    // Too little difference in the shares to tell.
+    let even = loaded.map(|slot| slot.map(|(_, median)| (0.05, median)));
+    assert!(!median_rises_with_hedging(&even));
+    assert!(!median_rises_with_hedging(&[Some((0.08, 1500)), None]));
+}
+
+#[test]
+fn a_queue_is_probed_one_slot_in_four_past_its_p98() {
+    let tracker = tracker(0.5, 1);
+    // Every slot a crowd of slow calls, and no hedge sent: a queue.
+    let mut delays = Vec::new();
+    for slot in 0..8 {
+        // 60 calls in 1 ms, 39 in 10 ms and one in 40 ms: the slowest is 40 ms, the p98
+        // 10 ms.
+        let at = slot * 1000 * MS;
+        (0..60).for_each(|_| tracker.record(MS, at));
+        (0..39).for_each(|_| tracker.record(10 * MS, at));
+        tracker.record(40 * MS, at);
+        delays.push(tracker.delay((slot + 1) * 1000 * MS));
+    }
+    for (slot, delay) in delays.iter().enumerate() {
+        let entered = slot as u64 + 1;
+        if entered.is_multiple_of(PROBE_EVERY) {
+            assert!(
+                (10 * MS..=10 * MS + MS).contains(delay),
+                "slot {entered}: {delay:?}"
+            );
+        } else {
+            assert!(*delay >= 40 * MS, "slot {entered}: {delay:?}");
+        }
+    }
+}
+
+#[test]
+fn refusals_beyond_the_models_lower_the_ratio_it_plans_for() {
+    let tracker = optimal_tracker(0.10);
+    // A first estimate, hedging at the body's edge.
+    record_slot(&tracker, 0, 95, 5);
+    let before = tracker.headroom.load(Relaxed);
+    assert_eq!(before, FULL_HEADROOM);
+    // In the next slot, 5 calls hedged and 45 refused: far more than a 10% budget
+    // funded by 50 calls would refuse on its own.
+    let at = 1000 * MS;
+    (0..50).for_each(|_| tracker.record(MS, at));
+    for refused in (0..50).map(|call| call >= 5) {
+        tracker.record_ending(&Ending {
+            sample: Sample::new(10 * MS, at),
+            censored: false,
+            hedged: !refused,
+            hedge_won: false,
+            refused,
+        });
+    }
+    tracker.delay(2000 * MS);
+    let after = tracker.headroom.load(Relaxed);
+    assert!(after < before, "{after}");
+    assert!(after >= FULL_HEADROOM / 2, "{after}");
 }

@@ -168,6 +168,7 @@ impl<T, E> Race<T, E> {
                     first_start,
                     censored: !original_won,
                     hedged: matches!(self.timed, Timed::Hedged | Timed::Probed),
+                    hedge_won: matches!(end, End::Won { index: 1.., .. }),
                     refused: self.refused != 0,
                 };
                 record_latency(settings, shown, self.key);
@@ -252,6 +253,7 @@ struct Shown {
     /// Whether the original was dropped still running.
     censored: bool,
     hedged: bool,
+    hedge_won: bool,
     refused: bool,
 }
 
@@ -266,6 +268,7 @@ fn record_latency<Tm: Timer>(settings: &Settings<Tm>, shown: Shown, key: u64) {
             sample: Sample::new(now.saturating_sub(shown.first_start), now),
             censored: shown.censored,
             hedged: shown.hedged,
+            hedge_won: shown.hedge_won,
             refused: shown.refused,
         };
         tracker.record_ending(&ending);
