@@ -93,12 +93,34 @@ pub(crate) struct Ending {
     /// Whether the original was dropped still running: its latency is only known to
     /// exceed the sample (censored).
     pub(crate) censored: bool,
-    /// Whether the clock started a copy of the call.
-    pub(crate) hedged: bool,
-    /// Whether a copy other than the original won the call.
-    pub(crate) hedge_won: bool,
-    /// Whether the budget refused a copy of the call.
-    pub(crate) refused: bool,
+    /// What the call's hedges showed: [`Shown`] bits, 0 for a call that asked for none.
+    pub(crate) shown: Shown,
+}
+
+/// What a call's hedges showed, as bits: tested once per tracker as a whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Shown(u8);
+
+impl Shown {
+    /// The clock started a copy of the call.
+    pub(crate) const HEDGED: Shown = Shown(1 << HEDGED);
+    /// The budget refused a copy of the call.
+    pub(crate) const REFUSED: Shown = Shown(1 << REFUSED);
+    /// A copy other than the original won the call.
+    pub(crate) const HEDGE_WON: Shown = Shown(1 << HEDGE_WON);
+
+    /// These bits, and `bits` if `set`.
+    pub(crate) const fn with(self, bits: Shown, set: bool) -> Shown {
+        if set {
+            Shown(self.0 | bits.0)
+        } else {
+            self
+        }
+    }
+
+    fn has(self, count: usize) -> bool {
+        self.0 & (1 << count) != 0
+    }
 }
 
 /// One latency to record: its bucket and when it was observed, in nanoseconds.
@@ -257,16 +279,14 @@ impl LatencyTracker {
         self.record_ending(&Ending {
             sample: Sample::new(latency, now),
             censored: false,
-            hedged: false,
-            hedge_won: false,
-            refused: false,
+            shown: Shown::default(),
         });
     }
 
     /// Records what a call showed at its end: the original's latency (or, censored, its
     /// age when dropped), and what its hedges showed. A policy's and a key's tracker
     /// record the same ending.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record_ending(&self, ending: &Ending) {
         let Sample { bucket, now_nanos } = ending.sample;
         let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
@@ -285,8 +305,8 @@ impl LatencyTracker {
             };
             self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
         }
-        if ending.hedged || ending.refused || ending.hedge_won {
-            self.show(slot, ending);
+        if ending.shown != Shown::default() {
+            self.show(slot, ending.shown);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
             self.recorded_without_estimate(slot);
@@ -301,16 +321,11 @@ impl LatencyTracker {
 
     /// Counts what a call's hedges showed, in `slot`.
     #[cold]
-    fn show(&self, slot: u64, ending: &Ending) {
-        let shown = self.shown_in(slot % SLOTS);
-        if ending.hedged {
-            shown[HEDGED].fetch_add(1, Relaxed);
-        }
-        if ending.refused {
-            shown[REFUSED].fetch_add(1, Relaxed);
-        }
-        if ending.hedge_won {
-            shown[HEDGE_WON].fetch_add(1, Relaxed);
+    fn show(&self, slot: u64, shown: Shown) {
+        for (count, counter) in self.shown_in(slot % SLOTS).iter().enumerate() {
+            if shown.has(count) {
+                counter.fetch_add(1, Relaxed);
+            }
         }
     }
 

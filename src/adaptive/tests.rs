@@ -220,9 +220,7 @@ fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool) {
         tracker.record_ending(&Ending {
             sample: Sample::new(10 * MS, at),
             censored: hedges_won,
-            hedged: true,
-            hedge_won: hedges_won,
-            refused: false,
+            shown: Shown::HEDGED.with(Shown::HEDGE_WON, hedges_won),
         });
     }
 }
@@ -309,9 +307,9 @@ fn refusals_beyond_the_models_lower_the_ratio_it_plans_for() {
         tracker.record_ending(&Ending {
             sample: Sample::new(10 * MS, at),
             censored: false,
-            hedged: !refused,
-            hedge_won: false,
-            refused,
+            shown: Shown::default()
+                .with(Shown::HEDGED, !refused)
+                .with(Shown::REFUSED, refused),
         });
     }
     tracker.delay(2000 * MS);

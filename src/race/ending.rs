@@ -8,7 +8,7 @@ use super::clock::{Due, Pass};
 use super::kept::Lost;
 use super::outcome::{End, Finished};
 use super::{Race, Timed};
-use crate::adaptive::{Ending, Sample};
+use crate::adaptive::{Ending, Sample, Shown};
 use crate::attempt::{Classify, Verdict};
 use crate::keyed::{Turn, NO_KEY};
 use crate::policy::Settings;
@@ -164,14 +164,14 @@ impl<T, E> Race<T, E> {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
-                let shown = Shown {
-                    first_start,
-                    censored: !original_won,
-                    hedged: matches!(self.timed, Timed::Hedged | Timed::Probed),
-                    hedge_won: matches!(end, End::Won { index: 1.., .. }),
-                    refused: self.refused != 0,
-                };
-                record_latency(settings, shown, self.key);
+                let shown = Shown::default()
+                    .with(
+                        Shown::HEDGED,
+                        matches!(self.timed, Timed::Hedged | Timed::Probed),
+                    )
+                    .with(Shown::HEDGE_WON, matches!(end, End::Won { index: 1.., .. }))
+                    .with(Shown::REFUSED, self.refused != 0);
+                record_latency(settings, first_start, !original_won, shown, self.key);
             } else if self.key != NO_KEY {
                 // No latency to record, but the key's call ended: its lookup marks it used.
                 key_ended(settings, self.key);
@@ -247,29 +247,23 @@ pub(crate) fn cancelled_without_race<Tm>(settings: &Settings<Tm>) {
     settings.counters.add(&[Counter::Cancelled]);
 }
 
-/// What a call's end shows the adaptive delay's tracker, before the clock is read.
-struct Shown {
-    first_start: Duration,
-    /// Whether the original was dropped still running.
-    censored: bool,
-    hedged: bool,
-    hedge_won: bool,
-    refused: bool,
-}
-
-/// Records the original's latency (or its age, censored) and what the hedges showed with
-/// the adaptive delay's tracker, and with its key's if it has one.
+/// Records the original's latency (or its age, `censored`) and what the hedges `shown`
+/// with the adaptive delay's tracker, and with its key's if it has one.
 #[cold]
 #[inline(never)]
-fn record_latency<Tm: Timer>(settings: &Settings<Tm>, shown: Shown, key: u64) {
+fn record_latency<Tm: Timer>(
+    settings: &Settings<Tm>,
+    first_start: Duration,
+    censored: bool,
+    shown: Shown,
+    key: u64,
+) {
     if let Some(tracker) = settings.schedule.tracker() {
         let now = settings.timer.now();
         let ending = Ending {
-            sample: Sample::new(now.saturating_sub(shown.first_start), now),
-            censored: shown.censored,
-            hedged: shown.hedged,
-            hedge_won: shown.hedge_won,
-            refused: shown.refused,
+            sample: Sample::new(now.saturating_sub(first_start), now),
+            censored,
+            shown,
         };
         tracker.record_ending(&ending);
         if let Some(entry) = settings.kept(key) {
