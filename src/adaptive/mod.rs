@@ -174,6 +174,9 @@ pub(crate) struct LatencyTracker {
     /// the refusals of each slot that completes (the slow calls came together and emptied
     /// the bucket before its ratio said), raised again by slots without any.
     headroom: AtomicU32,
+    /// The first slot whose every call was hedged at an estimate (`u64::MAX` before the
+    /// first estimate): the headroom learns from no slot before it.
+    estimated_from: AtomicU64,
     /// The budget whose ratio bounds the extra copies [`Choice::Optimal`] plans for.
     budget: Option<Budget>,
 }
@@ -232,6 +235,7 @@ impl LatencyTracker {
                 .map(|_| AtomicU32::new(0))
                 .collect(),
             headroom: AtomicU32::new(FULL_HEADROOM),
+            estimated_from: AtomicU64::new(u64::MAX),
             budget: budget.clone(),
         }
     }
@@ -263,6 +267,7 @@ impl LatencyTracker {
             .for_each(|count| count.store(0, Relaxed));
         self.shown.iter().for_each(|count| count.store(0, Relaxed));
         self.headroom.store(FULL_HEADROOM, Relaxed);
+        self.estimated_from.store(u64::MAX, Relaxed);
         self.unestimated.store(0, Relaxed);
         self.estimate_nanos.store(NO_ESTIMATE, Relaxed);
     }
@@ -341,6 +346,10 @@ impl LatencyTracker {
             let _ = self
                 .estimate_nanos
                 .compare_exchange(NO_ESTIMATE, estimate, Relaxed, Relaxed);
+            if estimate != NO_ESTIMATE {
+                self.estimated_from
+                    .fetch_min(slot.saturating_add(1), Relaxed);
+            }
         }
     }
 
@@ -376,8 +385,11 @@ impl LatencyTracker {
                         .iter()
                         .for_each(|count| count.store(0, Relaxed));
                 }
-                self.estimate_nanos
-                    .store(self.estimate(slot, false), Relaxed);
+                let estimate = self.estimate(slot, false);
+                if estimate != NO_ESTIMATE {
+                    self.estimated_from.fetch_min(slot, Relaxed);
+                }
+                self.estimate_nanos.store(estimate, Relaxed);
                 slot
             }
             Err(newer) => newer.max(slot),
@@ -433,7 +445,8 @@ impl LatencyTracker {
                 u64::from(slot_shown[REFUSED].load(Relaxed)),
             );
             let won = u64::from(slot_shown[HEDGE_WON].load(Relaxed));
-            if back == 0 && !with_current {
+            let estimated = self.estimated_from.load(Relaxed) < current;
+            if back == 0 && !with_current && estimated {
                 newest_shown = [hedged, refused, won];
             }
             shown[HEDGED] += hedged;
@@ -548,7 +561,7 @@ impl LatencyTracker {
         let headroom = if granted < predicted - 0.02 {
             (f64::from(headroom) * granted / predicted) as u32
         } else {
-            headroom.saturating_add(FULL_HEADROOM / 10)
+            headroom + (FULL_HEADROOM - headroom.min(FULL_HEADROOM)) / 2
         };
         self.headroom
             .store(headroom.clamp(FULL_HEADROOM / 2, FULL_HEADROOM), Relaxed);
