@@ -591,12 +591,12 @@ fn median_rises_with_hedging(paced: &[Option<(f64, u64)>]) -> bool {
     }
     let (share_more, share_fewer) = (more.0 / more.2, fewer.0 / fewer.2);
     let (median_more, median_fewer) = (more.1 / more.2, fewer.1 / fewer.2);
-    share_more - share_fewer >= 0.01 && median_more > median_fewer * RISE
+    share_more - share_fewer >= 0.03 && median_more > median_fewer * RISE
 }
 
 /// How far the median of the slots hedged most must be above the others' to say the
 /// copies loaded a queue.
-const RISE: f64 = 1.10;
+const RISE: f64 = 1.25;
 /// A queue is probed with hedges one slot in this many...
 const PROBE_EVERY: u64 = 4;
 /// ...past this quantile of its latencies: few enough copies not to load it.
