@@ -239,34 +239,30 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
     {
         let settings = poller.pass.settings;
         let catch = settings.catch_unwind;
-        let made = if K::MAY_DECLINE {
-            // Made first: a declined copy never takes a token or a slot, nor runs the hook.
-            match make(&mut poller.copier, attempt, catch) {
+        // A factory that may decline makes the copy first: a declined copy never takes a
+        // token or a slot, nor runs the hook. One whose making panicked started and failed.
+        let made_first = match K::MAY_DECLINE {
+            true => match make(&mut poller.copier, attempt, catch) {
                 Ok(None) => {
                     race.declined();
                     return None;
                 }
-                Ok(Some(copy)) => {
-                    if !race.admit(&mut poller.pass) {
-                        return None; // dropped before its first poll: it never started
-                    }
-                    race.hook(settings, &attempt);
-                    Ok(copy)
-                }
-                Err(panicked) => Err(panicked),
-            }
-        } else {
+                made => Some(made),
+            },
+            false => None,
+        };
+        if !matches!(made_first, Some(Err(_))) {
             if !race.admit(&mut poller.pass) {
-                return None;
+                return None; // dropped before its first poll, if made: it never started
             }
             race.hook(settings, &attempt);
-            match make(&mut poller.copier, attempt, catch) {
-                Ok(Some(copy)) => Ok(copy),
-                Ok(None) => {
-                    panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
-                }
-                Err(panicked) => Err(panicked),
+        }
+        let made = match made_first.unwrap_or_else(|| make(&mut poller.copier, attempt, catch)) {
+            Ok(Some(copy)) => Ok(copy),
+            Ok(None) => {
+                panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
             }
+            Err(panicked) => Err(panicked),
         };
         race.record_launch(settings);
         let index = attempt.index();
