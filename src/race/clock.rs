@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use super::Race;
-use crate::keyed::NO_KEY;
+use crate::keyed::Key;
 use crate::policy::Settings;
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
@@ -179,13 +179,13 @@ impl Times {
         &mut self,
         settings: &Settings<Tm>,
         copy: u8,
-        key: u64,
+        key: Option<Key>,
     ) -> Option<Duration> {
         if self.next_due == Due::Unknown {
             // A key's own tracker, looked up only by a call with a key and an adaptive delay.
             let tracker = match key {
-                NO_KEY => None,
-                _ => settings.tracker_for(key, self.last_start),
+                None => None,
+                Some(_) => settings.tracker_for(key, self.last_start),
             };
             let due =
                 settings

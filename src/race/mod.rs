@@ -13,7 +13,7 @@
 use core::time::Duration;
 
 use crate::attempt::Attempt;
-use crate::keyed::Ask;
+use crate::keyed::{Ask, Key};
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
@@ -114,8 +114,8 @@ pub(crate) struct Race<T, E> {
     /// Whether a copy the clock started is in the race (its end tells whether hedges
     /// win), and whether it started as a probe of withheld hedges.
     timed: Timed,
-    /// The hash of the call's key, or `NO_KEY`.
-    key: u64,
+    /// The call's key, if it has one on a policy with keys.
+    key: Option<Key>,
     /// Bit k: copy k is in flight.
     in_flight: u64,
     /// Bit k: copy k holds one of the budget's `max_outstanding` slots, from its start
@@ -132,7 +132,7 @@ impl<T, E> Race<T, E> {
     /// The race of a call that may start `max_copies` copies, made once its original
     /// was started and polled, and did not win: the original is in flight (or about to
     /// be settled as finished). An original that wins at once makes no race.
-    pub(crate) const fn new(max_copies: u8, key: u64) -> Self {
+    pub(crate) const fn new(max_copies: u8, key: Option<Key>) -> Self {
         Race {
             max_copies,
             launched: 1,
