@@ -54,8 +54,9 @@ pub(crate) const MAX_KEYS: usize = 4096;
 pub(crate) fn hash<K: Hash + ?Sized>(key: &K) -> Key {
     let mut hasher = KeyHasher(0);
     key.hash(&mut hasher);
-    // A hash of zero is taken as one: two keys more share a word.
-    Key(NonZeroU64::new(hasher.finish()).unwrap_or(NonZeroU64::MIN))
+    // A hash of zero is taken as one (two keys more share a word); `max` first, so that
+    // the compiler sees the hash is never zero and the fallback goes.
+    Key(NonZeroU64::new(hasher.finish().max(1)).unwrap_or(NonZeroU64::MIN))
 }
 
 /// The keys a policy tracks, each in one of its two places.
