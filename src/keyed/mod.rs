@@ -302,6 +302,14 @@ mod tests {
     }
 
     #[test]
+    fn a_call_without_a_key_costs_no_word_more_than_one_with() {
+        assert_eq!(
+            core::mem::size_of::<Option<Key>>(),
+            core::mem::size_of::<u64>()
+        );
+    }
+
+    #[test]
     fn a_key_takes_a_free_place_and_is_found_there() {
         let keys = Keys::new(4, None, 10 * SEC);
         let key = hash("a");
