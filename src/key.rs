@@ -6,7 +6,7 @@
 use core::fmt;
 use core::hash::Hash;
 
-use crate::keyed::{self, NO_KEY};
+use crate::keyed::{self, Key};
 
 /// A call's key, as [`Hedge::key`](crate::Hedge::key) names it.
 ///
@@ -14,7 +14,7 @@ use crate::keyed::{self, NO_KEY};
 pub trait CallKey: sealed::Sealed {
     /// The key's hash, as the policy's table of keys looks it up.
     #[doc(hidden)]
-    fn key_hash(&self) -> u64;
+    fn key_hash(&self) -> KeyHash;
 }
 
 /// No key: the default type state of a call; it holds nothing.
@@ -37,32 +37,32 @@ pub struct Keyed<'k, Q: ?Sized>(pub(crate) &'k Q);
     doc = "`tower::ResponseFuture::key_hash`. The default is no key."
 )]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KeyHash(pub(crate) u64);
+pub struct KeyHash(pub(crate) Option<Key>);
 
 impl KeyHash {
     /// No key.
     #[cfg(feature = "tower")]
-    pub(crate) const NONE: KeyHash = KeyHash(NO_KEY);
+    pub(crate) const NONE: KeyHash = KeyHash(None);
 }
 
 impl CallKey for NoKey {
     #[inline(always)]
-    fn key_hash(&self) -> u64 {
-        NO_KEY
+    fn key_hash(&self) -> KeyHash {
+        KeyHash(None)
     }
 }
 
 impl<Q: Hash + ?Sized> CallKey for Keyed<'_, Q> {
     #[inline]
-    fn key_hash(&self) -> u64 {
-        keyed::hash(self.0)
+    fn key_hash(&self) -> KeyHash {
+        KeyHash(Some(keyed::hash(self.0)))
     }
 }
 
 impl CallKey for KeyHash {
     #[inline(always)]
-    fn key_hash(&self) -> u64 {
-        self.0
+    fn key_hash(&self) -> KeyHash {
+        *self
     }
 }
 

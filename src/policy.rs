@@ -11,7 +11,7 @@ use crate::adaptive::LatencyTracker;
 use crate::attempt::Attempt;
 use crate::budget::{Budget, Member, Refused};
 use crate::key::KeyHash;
-use crate::keyed::{self, Entry, Keys, WinRate, Withhold};
+use crate::keyed::{self, Entry, Key, Keys, WinRate, Withhold};
 use crate::schedule::{Delays, Schedule};
 use crate::stats::{Cells, Counter, Counters, Stats};
 use crate::timer::{DefaultTimer, Timer};
@@ -344,19 +344,16 @@ impl<T: Timer> AsPolicy for &Policy<T> {
 impl<T> Settings<T> {
     /// The hash a call with `key` carries: none without keys, where it costs one check.
     #[inline]
-    pub(crate) fn key_of<K: core::hash::Hash + ?Sized>(&self, key: &K) -> u64 {
-        match self.keys {
-            Some(_) => keyed::hash(key),
-            None => keyed::NO_KEY,
-        }
+    pub(crate) fn key_of<K: core::hash::Hash + ?Sized>(&self, key: &K) -> Option<Key> {
+        self.keys.as_ref().map(|_| keyed::hash(key))
     }
 
     /// The kept entry of `key`, taking a place for it if it has none and one is free at
     /// `now`.
     #[inline]
-    pub(crate) fn entry(&self, key: u64, now: Duration) -> Option<&Entry> {
+    pub(crate) fn entry(&self, key: Option<Key>, now: Duration) -> Option<&Entry> {
         match (&self.keys, key) {
-            (Some(keys), 1..) => keys.find_or_take(key, now),
+            (Some(keys), Some(key)) => keys.find_or_take(key, now),
             _ => None,
         }
     }
@@ -364,16 +361,16 @@ impl<T> Settings<T> {
     /// The kept entry of `key`, if it has one, not marked used: for a call's end, whose
     /// key its lookups at the start marked.
     #[inline]
-    pub(crate) fn kept(&self, key: u64) -> Option<&Entry> {
+    pub(crate) fn kept(&self, key: Option<Key>) -> Option<&Entry> {
         match (&self.keys, key) {
-            (Some(keys), 1..) => keys.find(key),
+            (Some(keys), Some(key)) => keys.find(key),
             _ => None,
         }
     }
 
     /// The tracker whose estimate a call with `key` hedges at, at `now`.
     #[inline]
-    pub(crate) fn tracker_for(&self, key: u64, now: Duration) -> Option<&LatencyTracker> {
+    pub(crate) fn tracker_for(&self, key: Option<Key>, now: Duration) -> Option<&LatencyTracker> {
         let policy = self.schedule.tracker()?;
         match self.entry(key, now) {
             Some(entry) => entry.tracker.as_ref(),
@@ -383,7 +380,11 @@ impl<T> Settings<T> {
 
     /// The win rate that decides whether a call with `key` may hedge, at `now`.
     #[inline]
-    pub(crate) fn win_rate_for(&self, key: u64, now: Duration) -> Option<(&Withhold, &WinRate)> {
+    pub(crate) fn win_rate_for(
+        &self,
+        key: Option<Key>,
+        now: Duration,
+    ) -> Option<(&Withhold, &WinRate)> {
         let withhold = self.withhold.as_ref()?;
         let rate = match self.entry(key, now) {
             Some(entry) => &entry.win_rate,

@@ -11,7 +11,7 @@ use core::time::Duration;
 use super::copier::{judge, make, poll, Copier, RaceEntry};
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::policy::Settings;
-use crate::race::{verdict, Arm, Clock, End, Next, Pass, Race};
+use crate::race::{verdict, End, Next, Pass, Race};
 use crate::timeout::Deadlines;
 use crate::timer::Timer;
 
@@ -98,7 +98,8 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
                 Next::End(end) => return Poll::Ready(end),
                 Next::Sleep { rearm } => {
                     if let Some(arm) = rearm {
-                        if !self.arm(race, &mut poller.pass.clock, timer, arm) {
+                        let (times, sleep) = (race.times_mut(), self.sleep.as_mut());
+                        if !poller.pass.clock.arm(times, timer, sleep, arm) {
                             continue; // read, the deadline is past the end of time
                         }
                     }
@@ -110,9 +111,8 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
                     if fired.is_pending() {
                         return Poll::Pending;
                     }
-                    self.read_start(race, timer);
-                    let deadline = race.fired();
-                    poller.pass.clock.fired_at(timer, deadline);
+                    let sleep = self.sleep.as_ref().get_ref().as_ref();
+                    poller.pass.clock.fired(race.times_mut(), timer, sleep);
                 }
                 Next::Expire { now, attempt } => self.expire(race, now, attempt, &poller.pass),
                 Next::Start(attempt) => {
@@ -124,59 +124,12 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
         }
     }
 
-    /// Arms the timer as the race asked, or re-arms it; `false` if nothing was armed: the
-    /// clock, read for a timer that cannot arm before the reading, put the deadline past
-    /// the end of time.
-    #[inline(always)]
-    fn arm<T, E, Tm: Timer<Sleep = S>>(
-        &mut self,
-        race: &mut Race<T, E>,
-        clock: &mut Clock,
-        timer: &Tm,
-        Arm { deadline, now }: Arm,
-    ) -> bool {
-        match self.sleep.as_mut().as_pin_mut() {
-            Some(armed) => timer.reset_until(armed, deadline, now),
-            None if clock.is_unread() => {
-                // The call's first sleep, its clock unread: the deadline counts from the
-                // call's start, and `now` is that start.
-                let Some(sleep) = timer.sleep_from_now(deadline) else {
-                    return self.arm_read(race, clock, timer);
-                };
-                self.sleep.set(Some(sleep));
-            }
-            None => self.sleep.set(Some(timer.sleep_until(deadline, now))),
-        }
-        true
-    }
-
-    /// [`InFlight::arm`] for a timer that cannot arm before the clock is read: reads it, and
-    /// arms for the race's deadline on it.
-    #[inline(never)]
-    fn arm_read<T, E, Tm: Timer<Sleep = S>>(
-        &mut self,
-        race: &mut Race<T, E>,
-        clock: &mut Clock,
-        timer: &Tm,
-    ) -> bool {
-        let now = clock.start(timer);
-        race.resolve(now);
-        let Some(deadline) = race.armed_at() else {
-            return false;
-        };
-        self.sleep.set(Some(timer.sleep_until(deadline, now)));
-        true
-    }
-
     /// Moves the race onto the clock if its start is unread, as its first sleep tells it:
     /// before any decision that needs the time.
     #[inline]
     fn read_start<T, E, Tm: Timer<Sleep = S>>(&self, race: &mut Race<T, E>, timer: &Tm) {
-        if let Some(after) = race.unread_start() {
-            let Some(sleep) = self.sleep.as_ref().get_ref() else {
-                unreachable!("a call whose start is unread has its first sleep");
-            };
-            race.resolve(timer.started(sleep, after));
+        if let Some(times) = race.times_mut() {
+            times.read_start(timer, self.sleep.as_ref().get_ref().as_ref());
         }
     }
 
@@ -239,34 +192,30 @@ impl<C, S: Future<Output = ()>> InFlight<'_, C, S> {
     {
         let settings = poller.pass.settings;
         let catch = settings.catch_unwind;
-        let made = if K::MAY_DECLINE {
-            // Made first: a declined copy never takes a token or a slot, nor runs the hook.
-            match make(&mut poller.copier, attempt, catch) {
+        // A factory that may decline makes the copy first: a declined copy never takes a
+        // token or a slot, nor runs the hook. One whose making panicked started and failed.
+        let made_first = match K::MAY_DECLINE {
+            true => match make(&mut poller.copier, attempt, catch) {
                 Ok(None) => {
                     race.declined();
                     return None;
                 }
-                Ok(Some(copy)) => {
-                    if !race.admit(&mut poller.pass) {
-                        return None; // dropped before its first poll: it never started
-                    }
-                    race.hook(settings, &attempt);
-                    Ok(copy)
-                }
-                Err(panicked) => Err(panicked),
-            }
-        } else {
+                made => Some(made),
+            },
+            false => None,
+        };
+        if !matches!(made_first, Some(Err(_))) {
             if !race.admit(&mut poller.pass) {
-                return None;
+                return None; // dropped before its first poll, if made: it never started
             }
             race.hook(settings, &attempt);
-            match make(&mut poller.copier, attempt, catch) {
-                Ok(Some(copy)) => Ok(copy),
-                Ok(None) => {
-                    panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
-                }
-                Err(panicked) => Err(panicked),
+        }
+        let made = match made_first.unwrap_or_else(|| make(&mut poller.copier, attempt, catch)) {
+            Ok(Some(copy)) => Ok(copy),
+            Ok(None) => {
+                panic!("`Factory::make` returned `None` though `Factory::MAY_DECLINE` is false")
             }
+            Err(panicked) => Err(panicked),
         };
         race.record_launch(settings);
         let index = attempt.index();

@@ -15,7 +15,7 @@ use super::place::Place;
 use crate::attempt::{Attempt, Classify, Verdict};
 use crate::cold::{Cold, ColdTaken};
 use crate::key::CallKey;
-use crate::keyed::NO_KEY;
+use crate::keyed::Key;
 use crate::policy::{AsPolicy, Settings};
 use crate::race::{cancelled_without_race, End, Finished, Phase, Race};
 use crate::timeout::Deadlines;
@@ -127,12 +127,12 @@ impl<C, S, T, E> State<C, S, T, E> {
     }
 
     /// The hash of the call's key for its race, about to be made, on a policy with keys;
-    /// `NO_KEY` otherwise. A call answered before it needs a race never reads its key.
+    /// none otherwise. A call answered before it needs a race never reads its key.
     #[inline]
-    pub(crate) fn key_hash<K: CallKey, Tm>(&self, key: &K, settings: &Settings<Tm>) -> u64 {
+    pub(crate) fn key_hash<K: CallKey, Tm>(&self, key: &K, settings: &Settings<Tm>) -> Option<Key> {
         match settings.keys.is_some() && self.racing.get().is_none() {
-            true => key.key_hash(),
-            false => NO_KEY,
+            true => key.key_hash().0,
+            false => None,
         }
     }
 
@@ -218,7 +218,7 @@ impl<C, S, T, E> State<C, S, T, E> {
     pub(crate) fn race<Tm>(
         self: Pin<&mut Self>,
         settings: &Settings<Tm>,
-        key: u64,
+        key: Option<Key>,
     ) -> (&mut Race<T, E>, InFlight<'_, C, S>) {
         let this = self.project();
         let cap = *this.max_copies;
@@ -338,7 +338,7 @@ impl<C, S, T, E> State<C, S, T, E> {
         mut self: Pin<&mut Self>,
         poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
         entry: RaceEntry<T, E>,
-        key: u64,
+        key: Option<Key>,
     ) -> Poll<(End<T, E>, Option<usize>)>
     where
         K: Copier<Copy = C, Ok = T, Error = E>,

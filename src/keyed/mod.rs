@@ -18,6 +18,7 @@
 
 use alloc::boxed::Box;
 use core::hash::{Hash, Hasher};
+use core::num::NonZeroU64;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::time::Duration;
@@ -28,19 +29,34 @@ mod win_rate;
 
 pub(crate) use self::win_rate::{Ask, Turn, WinRate, Withhold};
 
-/// No key: a call without one, and a free place in the table.
-pub(crate) const NO_KEY: u64 = 0;
+/// A call's key as the table names it: the hash of the key the call was given, never
+/// zero, so that a call's `Option<Key>` is one word and `None` is a call without a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Key(NonZeroU64);
+
+impl Key {
+    /// The hash as a word, as a place in the table holds it.
+    #[inline(always)]
+    pub(crate) const fn get(self) -> u64 {
+        self.0.get()
+    }
+}
+
+/// What a free place in the table holds: no key's word, since a [`Key`] is never zero.
+const FREE: u64 = 0;
 
 /// The most keys a policy tracks: [`PolicyBuilder::adaptive_keys`](crate::PolicyBuilder::adaptive_keys)
 /// clamps to it.
 pub(crate) const MAX_KEYS: usize = 4096;
 
-/// The hash of a call's key: never [`NO_KEY`].
+/// The hash of a call's key.
 #[inline(always)]
-pub(crate) fn hash<K: Hash + ?Sized>(key: &K) -> u64 {
+pub(crate) fn hash<K: Hash + ?Sized>(key: &K) -> Key {
     let mut hasher = KeyHasher(0);
     key.hash(&mut hasher);
-    hasher.finish().max(1)
+    // A hash of zero is taken as one (two keys more share a word); `max` first, so that
+    // the compiler sees the hash is never zero and the fallback goes.
+    Key(NonZeroU64::new(hasher.finish().max(1)).unwrap_or(NonZeroU64::MIN))
 }
 
 /// The keys a policy tracks, each in one of its two places.
@@ -53,7 +69,7 @@ pub(crate) struct Keys {
 
 /// One key's state.
 pub(crate) struct Entry {
-    /// The key's hash, or [`NO_KEY`] while the place is free.
+    /// The key's word ([`Key::get`]), or [`FREE`] while the place is free.
     key: AtomicU64,
     /// When a call of this key last took the place or found it (see
     /// [`Keys::find_or_take`]), in nanoseconds of the policy's clock.
@@ -70,7 +86,7 @@ impl Keys {
     pub(crate) fn new(keys: usize, seed: Option<&TrackerSeed>, idle: Duration) -> Self {
         let entries = (0..keys.clamp(1, MAX_KEYS))
             .map(|_| Entry {
-                key: AtomicU64::new(NO_KEY),
+                key: AtomicU64::new(FREE),
                 used_at: AtomicU64::new(0),
                 tracker: seed.map(LatencyTracker::one_stripe),
                 win_rate: WinRate::new(),
@@ -97,13 +113,15 @@ impl Keys {
 
     /// The key's two places.
     #[inline]
-    fn places(&self, key: u64) -> [&Entry; 2] {
+    fn places(&self, key: Key) -> [&Entry; 2] {
+        let key = key.get();
         [self.place(key as u32), self.place((key >> 32) as u32)]
     }
 
     /// The key's entry if it is kept.
     #[inline]
-    pub(crate) fn find(&self, key: u64) -> Option<&Entry> {
+    pub(crate) fn find(&self, key: Key) -> Option<&Entry> {
+        let key = key.get();
         let first = self.place(key as u32);
         if first.key.load(Relaxed) == key {
             return Some(first);
@@ -117,7 +135,7 @@ impl Keys {
     /// held by keys in use. The one place a call marks its key in use, whatever the
     /// delay mode: a key some call looks up keeps its place.
     #[inline]
-    pub(crate) fn find_or_take(&self, key: u64, now: Duration) -> Option<&Entry> {
+    pub(crate) fn find_or_take(&self, key: Key, now: Duration) -> Option<&Entry> {
         match self.find(key) {
             Some(entry) => {
                 entry.used_at.store(nanos(now), Relaxed);
@@ -128,14 +146,14 @@ impl Keys {
     }
 
     #[cold]
-    fn take(&self, key: u64, now: Duration) -> Option<&Entry> {
+    fn take(&self, key: Key, now: Duration) -> Option<&Entry> {
         let now = nanos(now);
         self.places(key).into_iter().find(|entry| {
             // Acquire: a taker that sees a key just taken also sees the place marked used
             // below, so it does not find the place idle and take it again at once.
             let held = entry.key.load(Acquire);
             let idle = now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos;
-            if held != NO_KEY && !idle {
+            if held != FREE && !idle {
                 return false;
             }
             // Marked used before it is taken: a taker that loses the race below leaves the
@@ -143,9 +161,9 @@ impl Keys {
             entry.used_at.store(now, Relaxed);
             let taken = entry
                 .key
-                .compare_exchange(held, key, Release, Relaxed)
+                .compare_exchange(held, key.get(), Release, Relaxed)
                 .is_ok();
-            if taken && held != NO_KEY {
+            if taken && held != FREE {
                 // The old key's latencies may still be in the window, slot by slot.
                 if let Some(tracker) = &entry.tracker {
                     tracker.clear();
@@ -157,11 +175,11 @@ impl Keys {
     }
 
     /// Whether a call with `key` would find a place at `now`.
-    pub(crate) fn would_keep(&self, key: u64, now: Duration) -> bool {
+    pub(crate) fn would_keep(&self, key: Key, now: Duration) -> bool {
         let now = nanos(now);
         self.find(key).is_some()
             || self.places(key).into_iter().any(|entry| {
-                entry.key.load(Relaxed) == NO_KEY
+                entry.key.load(Relaxed) == FREE
                     || now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos
             })
     }
@@ -251,13 +269,12 @@ mod tests {
     const SEC: Duration = Duration::from_secs(1);
 
     #[test]
-    fn keys_that_differ_hash_apart_and_none_hashes_to_no_key() {
-        let hashes: alloc::vec::Vec<u64> = (0..1000u32).map(|key| hash(&key)).collect();
+    fn keys_that_differ_hash_apart() {
+        let hashes: alloc::vec::Vec<u64> = (0..1000u32).map(|key| hash(&key).get()).collect();
         let mut sorted = hashes.clone();
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), hashes.len());
-        assert!(!hashes.contains(&NO_KEY));
         assert_ne!(hash("api.a:443"), hash("api.b:443"));
         for (a, b) in [("a", "a\0"), ("", "\0"), ("abcdefgh\0", "abcdefgh\0\0")] {
             assert_ne!(hash(a), hash(b), "{a:?} {b:?}");
@@ -266,6 +283,14 @@ mod tests {
         assert_eq!(
             hash("api.a:443"),
             hash(&alloc::string::String::from("api.a:443"))
+        );
+    }
+
+    #[test]
+    fn a_call_without_a_key_costs_no_word_more_than_one_with() {
+        assert_eq!(
+            core::mem::size_of::<Option<Key>>(),
+            core::mem::size_of::<u64>()
         );
     }
 
@@ -330,7 +355,7 @@ mod races {
                         let key = hash(&thread);
                         barrier.wait();
                         keys.find_or_take(key, 100 * SEC)
-                            .map(|entry| entry.key.load(Relaxed) == key)
+                            .map(|entry| entry.key.load(Relaxed) == key.get())
                     })
                 })
                 .collect::<Vec<_>>()

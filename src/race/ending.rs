@@ -10,7 +10,7 @@ use super::outcome::{End, Finished};
 use super::{Race, Timed};
 use crate::adaptive::{Ending, Sample, Shown};
 use crate::attempt::{Classify, Verdict};
-use crate::keyed::{Turn, NO_KEY};
+use crate::keyed::{Key, Turn};
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
@@ -172,7 +172,7 @@ impl<T, E> Race<T, E> {
                     .with(Shown::HEDGE_WON, matches!(end, End::Won { index: 1.., .. }))
                     .with(Shown::REFUSED, self.refused != 0);
                 record_latency(settings, first_start, !original_won, shown, self.key);
-            } else if self.key != NO_KEY {
+            } else if self.key.is_some() {
                 // No latency to record, but the key's call ended: its lookup marks it used.
                 key_ended(settings, self.key);
             }
@@ -256,7 +256,7 @@ fn record_latency<Tm: Timer>(
     first_start: Duration,
     censored: bool,
     shown: Shown,
-    key: u64,
+    key: Option<Key>,
 ) {
     if let Some(tracker) = settings.schedule.tracker() {
         let now = settings.timer.now();
@@ -277,7 +277,7 @@ fn record_latency<Tm: Timer>(
 /// A call of `key` ended with no latency to record: its place, if kept, is in use now.
 #[cold]
 #[inline(never)]
-fn key_ended<Tm: Timer>(settings: &Settings<Tm>, key: u64) {
+fn key_ended<Tm: Timer>(settings: &Settings<Tm>, key: Option<Key>) {
     settings.entry(key, settings.timer.now());
 }
 
@@ -285,13 +285,14 @@ fn key_ended<Tm: Timer>(settings: &Settings<Tm>, key: u64) {
 /// `min_win_rate`, the key's if it is kept.
 #[cold]
 #[inline(never)]
-fn record_win<Tm: Timer>(settings: &Settings<Tm>, key: u64, won: bool, probe: bool) {
+fn record_win<Tm: Timer>(settings: &Settings<Tm>, key: Option<Key>, won: bool, probe: bool) {
     let now = settings.timer.now();
     let Some((withhold, rate)) = settings.win_rate_for(key, now) else {
         return;
     };
     let turn = rate.record(withhold, won, probe);
     if turn != Turn::Same {
+        let key = key.map_or(0, Key::get);
         crate::trace::withholding(&settings.name, key, turn == Turn::Withholding, rate.rate());
     }
 }

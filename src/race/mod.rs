@@ -13,7 +13,7 @@
 use core::time::Duration;
 
 use crate::attempt::Attempt;
-use crate::keyed::Ask;
+use crate::keyed::{Ask, Key};
 use crate::policy::Settings;
 use crate::stats::Counter;
 use crate::timeout::Deadlines;
@@ -24,8 +24,8 @@ mod ending;
 mod kept;
 mod outcome;
 
-use self::clock::{deadline, sooner, Due, Times};
-pub(crate) use self::clock::{Clock, Pass};
+use self::clock::{deadline, sooner, Due};
+pub(crate) use self::clock::{Arm, Clock, Pass, Times};
 pub(crate) use self::ending::{cancelled_without_race, verdict, won_without_race};
 use self::kept::Kept;
 pub(crate) use self::outcome::{End, Finished};
@@ -46,14 +46,6 @@ pub(crate) enum Next<T, E> {
     Wait,
     /// The race is over: drop the copies, then [`Race::conclude`].
     End(End<T, E>),
-}
-
-/// When to arm the timer for: `deadline` on the policy's clock, which read `now` during
-/// this poll (a timer that can sleep until an instant need not read it again).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Arm {
-    pub(crate) deadline: Duration,
-    pub(crate) now: Duration,
 }
 
 /// Where a call is.
@@ -114,8 +106,8 @@ pub(crate) struct Race<T, E> {
     /// Whether a copy the clock started is in the race (its end tells whether hedges
     /// win), and whether it started as a probe of withheld hedges.
     timed: Timed,
-    /// The hash of the call's key, or `NO_KEY`.
-    key: u64,
+    /// The call's key, if it has one on a policy with keys.
+    key: Option<Key>,
     /// Bit k: copy k is in flight.
     in_flight: u64,
     /// Bit k: copy k holds one of the budget's `max_outstanding` slots, from its start
@@ -132,7 +124,7 @@ impl<T, E> Race<T, E> {
     /// The race of a call that may start `max_copies` copies, made once its original
     /// was started and polled, and did not win: the original is in flight (or about to
     /// be settled as finished). An original that wins at once makes no race.
-    pub(crate) const fn new(max_copies: u8, key: u64) -> Self {
+    pub(crate) const fn new(max_copies: u8, key: Option<Key>) -> Self {
         Race {
             max_copies,
             launched: 1,
@@ -168,6 +160,19 @@ impl<T, E> Race<T, E> {
         self.times.as_ref().map(|times| times.first_start)
     }
 
+    /// The call's times, once its clock runs: for the loop that arms the timer and tells
+    /// the clock when it fired.
+    #[inline(always)]
+    pub(crate) fn times_mut(&mut self) -> Option<&mut Times> {
+        self.times.as_mut()
+    }
+
+    /// Starts the call's clock, read on `timer`, unless it runs already.
+    #[inline(always)]
+    fn start_clock<Tm: Timer>(&mut self, clock: &mut Clock, timer: &Tm) -> &mut Times {
+        self.times.get_or_insert_with(|| Times::start(clock, timer))
+    }
+
     /// What to do next, given the copies in flight and when the oldest of them started.
     ///
     /// On a clock that reads the call's start as zero, only the first arming of the timer
@@ -180,9 +185,9 @@ impl<T, E> Race<T, E> {
         oldest_start: Option<Duration>,
     ) -> Next<T, E> {
         let next = self.decide(pass, oldest_start);
-        if pass.clock.is_unread() && !matches!(next, Next::Sleep { rearm: Some(_) }) {
-            self.resolve(pass.clock.start(&pass.settings.timer));
-        }
+        let arming = matches!(next, Next::Sleep { rearm: Some(_) });
+        pass.clock
+            .read_unless_arming(arming, self.times.as_mut(), &pass.settings.timer);
         next
     }
 
@@ -435,10 +440,5 @@ impl<T, E> Race<T, E> {
         }
         self.held = false;
         self.owed = 0;
-    }
-
-    /// The timer fired; returns the deadline it was armed for.
-    pub(crate) fn fired(&mut self) -> Option<Duration> {
-        self.times.as_mut()?.armed_at.take()
     }
 }
