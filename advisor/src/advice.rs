@@ -240,8 +240,8 @@ fn config_toml(settings: &Settings, recommended: &Row, unhedged: &Tail, edges: &
         toml,
         "# hedging-advisor: p{} {} unhedged, predicted {} with {:.1}% extra copies (copies independent)",
         percent(target),
-        tail_text(unhedged_at(unhedged, target)),
-        tail_text(predicted_at(recommended, target)),
+        tail_text(unhedged.at(target)),
+        tail_text(recommended.predicted.at(target)),
         recommended.extra * 100.0
     );
     let _ = writeln!(toml, "max_copies = {}", settings.copies.max(1));
@@ -266,16 +266,18 @@ fn config_toml(settings: &Settings, recommended: &Row, unhedged: &Tail, edges: &
     toml
 }
 
-fn unhedged_at(tail: &Tail, target: f64) -> Option<Duration> {
-    match target {
-        t if t == 0.5 => tail.p50,
-        t if t == 0.999 => tail.p999,
-        _ => tail.p99,
+impl Tail {
+    /// The figure of the three nearest `target`: the p50 up to 0.5, the p99 below 0.999,
+    /// else the p99.9.
+    pub fn at(&self, target: f64) -> Option<Duration> {
+        if target <= 0.5 {
+            self.p50
+        } else if target < 0.999 {
+            self.p99
+        } else {
+            self.p999
+        }
     }
-}
-
-fn predicted_at(row: &Row, target: f64) -> Option<Duration> {
-    unhedged_at(&row.predicted, target)
 }
 
 /// `0.99` as `99`, `0.999` as `99.9`.

@@ -188,7 +188,7 @@ pub struct Timeline {
 impl Timeline {
     fn push(&mut self, at: u64, nanos: u64) {
         let stride = self.stride.max(1);
-        if self.offered % stride == 0 {
+        if self.offered.is_multiple_of(stride) {
             if self.calls.len() == TIMELINE_CAP {
                 let mut index = 0;
                 self.calls.retain(|_| {
@@ -196,7 +196,7 @@ impl Timeline {
                     index % 2 == 1
                 });
                 self.stride = stride * 2;
-                if self.offered % self.stride != 0 {
+                if !self.offered.is_multiple_of(self.stride) {
                     self.offered += 1;
                     return;
                 }

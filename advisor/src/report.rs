@@ -73,8 +73,8 @@ pub fn human(advice: &Advice) -> String {
         settings.copies,
         crate::advice::duration_text(recommended.delay),
         percent(settings.target),
-        tail_text(at(&recommended.predicted, settings.target)),
-        tail_text(at(&advice.unhedged, settings.target)),
+        tail_text(recommended.predicted.at(settings.target)),
+        tail_text(advice.unhedged.at(settings.target)),
         recommended.extra * 100.0
     );
     if let Some(replay) = &recommended.replayed {
@@ -86,7 +86,9 @@ pub fn human(advice: &Advice) -> String {
             replay.extra * 100.0,
             if replay_at(replay, settings.target).as_secs_f64()
                 > 1.1
-                    * at(&recommended.predicted, settings.target)
+                    * recommended
+                        .predicted
+                        .at(settings.target)
                         .map_or(f64::MAX, |d| d.as_secs_f64())
             {
                 "; slower than the model: slowness comes in clusters, trust the replay"
@@ -131,16 +133,6 @@ fn ms(latency: Duration) -> String {
 
 fn opt_ms(latency: Option<Duration>) -> String {
     latency.map_or_else(|| "past last".into(), ms)
-}
-
-fn at(tail: &Tail, target: f64) -> Option<Duration> {
-    if target <= 0.5 {
-        tail.p50
-    } else if target < 0.999 {
-        tail.p99
-    } else {
-        tail.p999
-    }
 }
 
 fn replay_at(replay: &Replayed, target: f64) -> Duration {
