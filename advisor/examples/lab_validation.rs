@@ -1,0 +1,213 @@
+//! The advisor against the tail-latency lab: for each workload, the unhedged run's
+//! latencies (with when each call was made) are written to a CSV file and read back by
+//! the advisor, whose predictions at a delay are set beside the lab's measured hedged
+//! run at that delay. Prints the table of `docs/advisor.md`; exits 1 if the model's p99
+//! is more than 10% off where copies are independent (workload (a)).
+//!
+//! `cargo run --release -p hedging-advisor --example lab_validation [DIR]` (the files go
+//! to DIR, by default the system's temporary directory).
+
+#[path = "../../examples/lab/mod.rs"]
+mod lab;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hedging_advisor::advice::{advise, Row, Settings};
+use hedging_advisor::read::{read, ReadOptions};
+use lab::{Cluster, Config, Delay, Scheme, Workload};
+
+/// What the lab measured for one hedged run.
+struct Measured {
+    p99: Duration,
+    extra: f64,
+}
+
+/// One workload: its unhedged calls, and a way to run it hedged.
+struct Case {
+    name: &'static str,
+    independent: bool,
+    /// (made at, latency) of every unhedged call.
+    calls: Vec<(Duration, Duration)>,
+    run: Box<dyn Fn(Duration, bool) -> Measured>,
+    /// The delay the lab's own fixed rows use.
+    lab_delay: Duration,
+}
+
+fn stalls() -> Case {
+    let workload = Workload::all(1)[0];
+    let unhedged = lab::simulate(
+        &workload,
+        Config {
+            delay: Delay::Off,
+            budget: false,
+        },
+    );
+    let calls = (0..workload.calls)
+        .map(|call| (workload.arrival(call), unhedged.latencies[call]))
+        .collect();
+    Case {
+        name: "(a) 2% of copies stall 10-100x",
+        independent: true,
+        calls,
+        run: Box::new(move |delay, budget| {
+            let run = lab::simulate(
+                &workload,
+                Config {
+                    delay: Delay::Fixed(delay),
+                    budget,
+                },
+            );
+            Measured {
+                p99: run.percentile(0.99),
+                extra: run.extra_ratio(),
+            }
+        }),
+        lab_delay: workload.hindsight_delay(0.95),
+    }
+}
+
+fn brownout() -> Case {
+    let workload = Workload::all(1)[3];
+    let unhedged = lab::simulate(
+        &workload,
+        Config {
+            delay: Delay::Off,
+            budget: false,
+        },
+    );
+    let calls = (0..workload.calls)
+        .map(|call| (workload.arrival(call), unhedged.latencies[call]))
+        .collect();
+    Case {
+        name: "(d) brownout: every copy 10x slower for 3 s",
+        independent: false,
+        calls,
+        run: Box::new(move |delay, budget| {
+            let run = lab::simulate(
+                &workload,
+                Config {
+                    delay: Delay::Fixed(delay),
+                    budget,
+                },
+            );
+            Measured {
+                p99: run.percentile(0.99),
+                extra: run.extra_ratio(),
+            }
+        }),
+        lab_delay: workload.hindsight_delay(0.95),
+    }
+}
+
+fn paused() -> Case {
+    let cluster = Cluster::paused_at(0.3);
+    let unhedged = lab::simulate_queue(&cluster, Scheme::Off, false);
+    let calls = cluster
+        .arrivals()
+        .into_iter()
+        .zip(unhedged.latencies.iter().copied())
+        .collect();
+    Case {
+        name: "(f) 8 replicas that pause, 30% load",
+        independent: false,
+        calls,
+        run: Box::new(move |delay, budget| {
+            let scheme = if budget {
+                Scheme::FixedBudget(delay)
+            } else {
+                Scheme::Fixed(delay)
+            };
+            let run = lab::simulate_queue(&cluster, scheme, false);
+            Measured {
+                p99: run.percentile(0.99),
+                extra: run.extra_ratio(),
+            }
+        }),
+        lab_delay: cluster.unloaded(0.95),
+    }
+}
+
+fn ms(latency: Duration) -> String {
+    format!("{:.2}", latency.as_secs_f64() * 1e3)
+}
+
+fn gap(predicted: Duration, measured: Duration) -> f64 {
+    predicted.as_secs_f64() / measured.as_secs_f64() - 1.0
+}
+
+fn main() {
+    let dir = std::env::args()
+        .nth(1)
+        .map_or_else(std::env::temp_dir, PathBuf::from);
+    let mut table = String::from(
+        "| workload | delay | budget | model p99 | replay p99 | measured p99 | model gap | replay gap | model extra | measured extra |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut held = true;
+    for case in [stalls(), brownout(), paused()] {
+        let path = dir.join(format!("advisor-lab-{}.csv", &case.name[1..2]));
+        let mut csv = String::from("timestamp,latency\n");
+        for (at, latency) in &case.calls {
+            let _ = writeln!(csv, "{}ns,{}ns", at.as_nanos(), latency.as_nanos());
+        }
+        std::fs::write(&path, csv).expect("the unhedged latencies are written");
+        let file = std::fs::File::open(&path).expect("and read back");
+        let (latencies, _) = read(file, &ReadOptions::default()).expect("the advisor reads them");
+        for budget in [false, true] {
+            let mut settings = Settings {
+                budget: budget.then_some(lab::BUDGET_RATIO),
+                ..Settings::default()
+            };
+            let recommended = advise(&latencies, &settings)
+                .expect("latencies")
+                .recommended
+                .delay;
+            settings.delays = vec![case.lab_delay, recommended];
+            let advice = advise(&latencies, &settings).expect("latencies");
+            for row in &advice.rows {
+                let Row {
+                    delay,
+                    predicted,
+                    replayed,
+                    extra,
+                    ..
+                } = row;
+                let measured = (case.run)(*delay, budget);
+                let predicted_p99 = predicted.p99.unwrap_or(Duration::MAX);
+                let replay_p99 = replayed
+                    .as_ref()
+                    .map_or(Duration::ZERO, |replay| replay.p99);
+                let model_gap = gap(predicted_p99, measured.p99);
+                if case.independent && model_gap.abs() > 0.10 {
+                    held = false;
+                }
+                let which = if *delay == recommended {
+                    " (advised)"
+                } else {
+                    " (lab's p95)"
+                };
+                let _ = writeln!(
+                    table,
+                    "| {} | {} ms{which} | {} | {} | {} | {} | {:+.0}% | {:+.0}% | {:.1}% | {:.1}% |",
+                    case.name,
+                    ms(*delay),
+                    if budget { "10%" } else { "none" },
+                    ms(predicted_p99),
+                    ms(replay_p99),
+                    ms(measured.p99),
+                    model_gap * 100.0,
+                    gap(replay_p99, measured.p99) * 100.0,
+                    extra * 100.0,
+                    measured.extra * 100.0,
+                );
+            }
+        }
+    }
+    print!("{table}");
+    if !held {
+        eprintln!("the model's p99 is more than 10% off the lab's where copies are independent");
+        std::process::exit(1);
+    }
+}
