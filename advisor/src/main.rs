@@ -22,7 +22,7 @@ Examples:
   hedging-advisor latencies.txt                       one latency a line: 12.5 or 12.5ms
   hedging-advisor --unit us latencies.txt             bare numbers are microseconds
   hedging-advisor --column latency_ms calls.csv       CSV; a timestamp column adds the replay
-  hedging-advisor --unit us wrk2.hlog                 HdrHistogram interval log
+  hedging-advisor --unit us service.hlog             HdrHistogram interval log, values in us
   hedging-advisor --metric http_request_duration_seconds metrics.prom
                                                        a Prometheus classic histogram
   cat latencies.txt | hedging-advisor --json -        standard input, one JSON object

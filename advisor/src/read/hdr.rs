@@ -79,10 +79,13 @@ pub(super) fn read(input: impl BufRead, unit: Unit) -> Result<Latencies, InputEr
 /// wrong with it.
 fn decode(encoded: &str, deserializer: &mut Deserializer) -> Result<Histogram<u64>, String> {
     let truncated =
-        "expected a whole encoded histogram; this one is cut short or damaged (a truncated log?)";
+        "expected a whole encoded histogram, found one cut short or damaged (a truncated log?)";
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
-        .map_err(|_| format!("expected a base64 encoded histogram: {truncated}"))?;
+        .map_err(|_| {
+            "expected a base64 encoded histogram, found one cut short or damaged (a truncated log?)"
+                .to_string()
+        })?;
     let word = |bytes: &[u8], at: usize| -> Option<u32> {
         Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
     };
