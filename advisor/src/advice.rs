@@ -154,7 +154,8 @@ impl Model {
         }
     }
 
-    /// The call latency at `quantile` for `delay` under `settings`, for the chart.
+    /// The chance a call is still running at `nanos`: unhedged (`delay` `None`), or hedged
+    /// at `delay` under `settings`, with the budget's predicted refusals. For the chart.
     pub fn call_above(&self, settings: &Settings, delay: Option<Duration>, nanos: u64) -> f64 {
         let survival = self.survival();
         match delay {

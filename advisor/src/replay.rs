@@ -16,6 +16,8 @@ use std::time::Duration;
 use hedging::timer::{ManualTimer, Timer};
 use hedging::{Attempt, Budget, Hedgeable, Policy};
 
+use crate::advice::Tail;
+
 /// How many calls nearest in time a copy's latency is drawn from.
 pub const NEIGHBOURS: usize = 16;
 
@@ -34,6 +36,17 @@ pub struct Replayed {
     pub refused: f64,
     /// Calls replayed.
     pub calls: usize,
+}
+
+impl Replayed {
+    /// The replay's p50, p99 and p99.9 as a [`Tail`].
+    pub fn tail(&self) -> Tail {
+        Tail {
+            p50: Some(self.p50),
+            p99: Some(self.p99),
+            p999: Some(self.p999),
+        }
+    }
 }
 
 /// Replays `calls` ((made at, latency) in nanoseconds, by the moment made) with up to

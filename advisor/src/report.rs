@@ -82,9 +82,13 @@ pub fn human(advice: &Advice) -> String {
             out,
             "replayed:    p{} {} with {:.1}% extra copies{}",
             percent(settings.target),
-            ms(replay_at(replay, settings.target)),
+            ms(replay.tail().at(settings.target).unwrap_or_default()),
             replay.extra * 100.0,
-            if replay_at(replay, settings.target).as_secs_f64()
+            if replay
+                .tail()
+                .at(settings.target)
+                .unwrap_or_default()
+                .as_secs_f64()
                 > 1.1
                     * recommended
                         .predicted
@@ -133,16 +137,6 @@ fn ms(latency: Duration) -> String {
 
 fn opt_ms(latency: Option<Duration>) -> String {
     latency.map_or_else(|| "past last".into(), ms)
-}
-
-fn replay_at(replay: &Replayed, target: f64) -> Duration {
-    if target <= 0.5 {
-        replay.p50
-    } else if target < 0.999 {
-        replay.p99
-    } else {
-        replay.p999
-    }
 }
 
 /// The `--json` object. Its shape is stable: fields may be added, none renamed or
