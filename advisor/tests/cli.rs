@@ -46,6 +46,8 @@ fn every_shipped_sample_gives_a_recommendation() {
             "{args:?}: {}",
             text(&output.stderr)
         );
+        // Standard error is not a terminal here: no progress bar, nothing at all.
+        assert!(output.stderr.is_empty(), "{}", text(&output.stderr));
         let stdout = text(&output.stdout);
         assert!(stdout.contains("unhedged: p50"), "{stdout}");
         assert!(stdout.contains("<- recommended"), "{stdout}");
