@@ -74,6 +74,8 @@ pub struct Row {
     pub delay: Duration,
     /// The model's predicted call latency, copies independent.
     pub predicted: Tail,
+    /// The model's call latency at the target quantile (`None`: past the last bucket).
+    pub at_target: Option<Duration>,
     /// The model's extra copies per call (0.05: one call in twenty starts a copy more).
     pub extra: f64,
     /// The share of the copies asked for that the budget was predicted to grant.
@@ -91,6 +93,8 @@ pub struct Advice {
     pub settings: Settings,
     /// The latencies as recorded.
     pub unhedged: Tail,
+    /// The recorded latency at the target quantile (`None`: past the last bucket).
+    pub unhedged_at_target: Option<Duration>,
     /// The recommended delay: the one the model predicts minimises the target quantile
     /// within the budget, as `optimal_delay` chooses.
     pub recommended: Row,
@@ -148,6 +152,7 @@ impl Model {
         Row {
             delay: prediction.delay,
             predicted: Tail::from_fn(|quantile| survival.call_quantile(plan, quantile)),
+            at_target: Some(prediction.latency).filter(|&latency| latency != Duration::MAX),
             extra: prediction.extra,
             granted: prediction.granted,
             replayed: None,
@@ -184,6 +189,8 @@ pub fn advise(latencies: &Latencies, settings: &Settings) -> Option<Advice> {
     let survival = model.survival();
     let chosen = survival.choose(&Model::goal(settings))?;
     let unhedged = Tail::from_fn(|quantile| survival.quantile(quantile));
+    let unhedged_at_target =
+        Some(survival.quantile(settings.target)).filter(|&latency| latency != Duration::MAX);
     let mut recommended = model.row_of(settings, chosen);
     let mut delays: Vec<Duration> = if settings.delays.is_empty() {
         GRID.iter()
@@ -203,7 +210,15 @@ pub fn advise(latencies: &Latencies, settings: &Settings) -> Option<Advice> {
     let timeline = latencies.timeline().calls();
     let replaying = settings.replay && !timeline.is_empty();
     if replaying {
-        let run = |delay| replay::replay(timeline, settings.copies, delay, settings.budget);
+        let run = |delay| {
+            replay::replay(
+                timeline,
+                settings.copies,
+                delay,
+                settings.budget,
+                settings.target,
+            )
+        };
         recommended.replayed = Some(run(recommended.delay));
         for row in &mut rows {
             row.replayed = Some(if row.delay == recommended.delay {
@@ -213,11 +228,18 @@ pub fn advise(latencies: &Latencies, settings: &Settings) -> Option<Advice> {
             });
         }
     }
-    let config_toml = config_toml(settings, &recommended, &unhedged, model.edges());
+    let config_toml = config_toml(
+        settings,
+        &recommended,
+        &unhedged,
+        unhedged_at_target,
+        model.edges(),
+    );
     Some(Advice {
         samples: latencies.samples(),
         settings: settings.clone(),
         unhedged,
+        unhedged_at_target,
         recommended,
         rows,
         config_toml,
@@ -228,7 +250,13 @@ pub fn advise(latencies: &Latencies, settings: &Settings) -> Option<Advice> {
 /// The recommended policy as a `PolicyConfig` TOML: `optimal_delay` at the target, the
 /// recommended delay until the policy has seen enough latencies, bounds around it, the
 /// copies and the budget.
-fn config_toml(settings: &Settings, recommended: &Row, unhedged: &Tail, edges: &[u64]) -> String {
+fn config_toml(
+    settings: &Settings,
+    recommended: &Row,
+    unhedged: &Tail,
+    unhedged_at_target: Option<Duration>,
+    edges: &[u64],
+) -> String {
     let delay = recommended.delay;
     let slowest = Duration::from_nanos(edges.last().copied().unwrap_or(0));
     // The bounds keep a window of unusual latencies from moving the delay far from what
@@ -241,8 +269,8 @@ fn config_toml(settings: &Settings, recommended: &Row, unhedged: &Tail, edges: &
         toml,
         "# hedging-advisor: p{} {} unhedged, predicted {} with {:.1}% extra copies (copies independent)",
         percent(target),
-        tail_text(unhedged.at(target)),
-        tail_text(recommended.predicted.at(target)),
+        tail_text(unhedged_at_target),
+        tail_text(recommended.at_target),
         recommended.extra * 100.0
     );
     let _ = writeln!(toml, "max_copies = {}", settings.copies.max(1));
@@ -265,20 +293,6 @@ fn config_toml(settings: &Settings, recommended: &Row, unhedged: &Tail, edges: &
         );
     }
     toml
-}
-
-impl Tail {
-    /// The figure of the three nearest `target`: the p50 up to 0.5, the p99 below 0.999,
-    /// else the p99.9.
-    pub fn at(&self, target: f64) -> Option<Duration> {
-        if target <= 0.5 {
-            self.p50
-        } else if target < 0.999 {
-            self.p99
-        } else {
-            self.p999
-        }
-    }
 }
 
 /// `0.99` as `99`, `0.999` as `99.9`.

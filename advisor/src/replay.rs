@@ -16,8 +16,6 @@ use std::time::Duration;
 use hedging::timer::{ManualTimer, Timer};
 use hedging::{Attempt, Budget, Hedgeable, Policy};
 
-use crate::advice::Tail;
-
 /// How many calls nearest in time a copy's latency is drawn from.
 pub const NEIGHBOURS: usize = 16;
 
@@ -30,6 +28,8 @@ pub struct Replayed {
     pub p99: Duration,
     /// The 99.9th percentile.
     pub p999: Duration,
+    /// Call latency at the quantile the replay was asked for (the target).
+    pub at_target: Duration,
     /// Extra copies per call the policy started.
     pub extra: f64,
     /// Copies the budget refused, per call.
@@ -38,25 +38,15 @@ pub struct Replayed {
     pub calls: usize,
 }
 
-impl Replayed {
-    /// The replay's p50, p99 and p99.9 as a [`Tail`].
-    pub fn tail(&self) -> Tail {
-        Tail {
-            p50: Some(self.p50),
-            p99: Some(self.p99),
-            p999: Some(self.p999),
-        }
-    }
-}
-
 /// Replays `calls` ((made at, latency) in nanoseconds, by the moment made) with up to
 /// `copies` copies `delay` apart and a budget of `budget` extra copies per call (`None`:
-/// none).
+/// none); [`Replayed::at_target`] is the call latency at `target`.
 pub fn replay(
     calls: &[(u64, u64)],
     copies: usize,
     delay: Duration,
     budget: Option<f64>,
+    target: f64,
 ) -> Replayed {
     let timer = ManualTimer::new();
     let builder = Policy::builder()
@@ -106,6 +96,7 @@ pub fn replay(
         p50: at(0.5),
         p99: at(0.99),
         p999: at(0.999),
+        at_target: at(target),
         extra: per_call(stats.hedges),
         refused: per_call(stats.budget_denied),
         calls: calls.len(),
@@ -232,9 +223,9 @@ mod tests {
         let calls: Vec<(u64, u64)> = (0..10_000)
             .map(|call| (call * MS, if call % 100 == 7 { 100 * MS } else { MS }))
             .collect();
-        let unhedged = replay(&calls, 1, Duration::from_millis(5), None);
+        let unhedged = replay(&calls, 1, Duration::from_millis(5), None, 0.99);
         assert_eq!(unhedged.p999, Duration::from_millis(100));
-        let hedged = replay(&calls, 2, Duration::from_millis(5), None);
+        let hedged = replay(&calls, 2, Duration::from_millis(5), None, 0.99);
         assert_eq!(hedged.p999, Duration::from_millis(6));
         assert!((hedged.extra - 0.01).abs() < 1e-9, "{}", hedged.extra);
     }
@@ -255,7 +246,7 @@ mod tests {
                 )
             })
             .collect();
-        let hedged = replay(&calls, 2, Duration::from_millis(5), None);
+        let hedged = replay(&calls, 2, Duration::from_millis(5), None, 0.99);
         assert!(hedged.p999 > Duration::from_millis(90), "{:?}", hedged.p999);
     }
 }

@@ -73,28 +73,22 @@ pub fn human(advice: &Advice) -> String {
         settings.copies,
         crate::advice::duration_text(recommended.delay),
         percent(settings.target),
-        tail_text(recommended.predicted.at(settings.target)),
-        tail_text(advice.unhedged.at(settings.target)),
+        tail_text(recommended.at_target),
+        tail_text(advice.unhedged_at_target),
         recommended.extra * 100.0
     );
     if let Some(replay) = &recommended.replayed {
+        let model = recommended
+            .at_target
+            .map_or(f64::MAX, |latency| latency.as_secs_f64());
+        let slower = replay.at_target.as_secs_f64() > 1.1 * model;
         let _ = writeln!(
             out,
             "replayed:    p{} {} with {:.1}% extra copies{}",
             percent(settings.target),
-            ms(replay.tail().at(settings.target).unwrap_or_default()),
+            ms(replay.at_target),
             replay.extra * 100.0,
-            if replay
-                .tail()
-                .at(settings.target)
-                .unwrap_or_default()
-                .as_secs_f64()
-                > 1.1
-                    * recommended
-                        .predicted
-                        .at(settings.target)
-                        .map_or(f64::MAX, |d| d.as_secs_f64())
-            {
+            if slower {
                 "; slower than the model: slowness comes in clusters, trust the replay"
             } else {
                 ""
@@ -172,6 +166,8 @@ pub struct JsonTail {
     pub p99_ms: Option<f64>,
     /// The 99.9th percentile.
     pub p999_ms: Option<f64>,
+    /// At the target quantile (`--target`).
+    pub at_target_ms: Option<f64>,
 }
 
 /// The recommendation.
@@ -187,6 +183,8 @@ pub struct JsonRecommended {
     pub p99_ms: Option<f64>,
     /// Predicted 99.9th percentile.
     pub p999_ms: Option<f64>,
+    /// Predicted latency at the target quantile.
+    pub at_target_ms: Option<f64>,
     /// Predicted extra copies per call.
     pub extra: f64,
     /// The policy as a `PolicyConfig` TOML.
@@ -206,6 +204,8 @@ pub struct JsonRow {
     pub p99_ms: Option<f64>,
     /// Predicted 99.9th percentile.
     pub p999_ms: Option<f64>,
+    /// Predicted latency at the target quantile.
+    pub at_target_ms: Option<f64>,
     /// Predicted extra copies per call.
     pub extra: f64,
     /// The share of asked-for copies the budget is predicted to grant.
@@ -223,6 +223,8 @@ pub struct JsonReplay {
     pub p99_ms: f64,
     /// 99.9th percentile.
     pub p999_ms: f64,
+    /// At the target quantile.
+    pub at_target_ms: f64,
     /// Extra copies per call started.
     pub extra: f64,
     /// Copies the budget refused, per call.
@@ -233,11 +235,12 @@ fn millis(latency: Duration) -> f64 {
     latency.as_nanos() as f64 / 1e6
 }
 
-fn json_tail(tail: &Tail) -> JsonTail {
+fn json_tail(tail: &Tail, at_target: Option<Duration>) -> JsonTail {
     JsonTail {
         p50_ms: tail.p50.map(millis),
         p99_ms: tail.p99.map(millis),
         p999_ms: tail.p999.map(millis),
+        at_target_ms: at_target.map(millis),
     }
 }
 
@@ -246,6 +249,7 @@ fn json_replay(replay: &Replayed) -> JsonReplay {
         p50_ms: millis(replay.p50),
         p99_ms: millis(replay.p99),
         p999_ms: millis(replay.p999),
+        at_target_ms: millis(replay.at_target),
         extra: replay.extra,
         refused: replay.refused,
     }
@@ -256,13 +260,14 @@ pub fn json(advice: &Advice) -> Json {
     let recommended = &advice.recommended;
     Json {
         samples: advice.samples,
-        unhedged: json_tail(&advice.unhedged),
+        unhedged: json_tail(&advice.unhedged, advice.unhedged_at_target),
         recommended: JsonRecommended {
             delay_ms: millis(recommended.delay),
             max_copies: advice.settings.copies,
             p50_ms: recommended.predicted.p50.map(millis),
             p99_ms: recommended.predicted.p99.map(millis),
             p999_ms: recommended.predicted.p999.map(millis),
+            at_target_ms: recommended.at_target.map(millis),
             extra: recommended.extra,
             config_toml: advice.config_toml.clone(),
             replay: recommended.replayed.as_ref().map(json_replay),
@@ -275,6 +280,7 @@ pub fn json(advice: &Advice) -> Json {
                 p50_ms: row.predicted.p50.map(millis),
                 p99_ms: row.predicted.p99.map(millis),
                 p999_ms: row.predicted.p999.map(millis),
+                at_target_ms: row.at_target.map(millis),
                 extra: row.extra,
                 granted: row.granted,
                 replay: row.replayed.as_ref().map(json_replay),

@@ -167,3 +167,18 @@ fn help_shows_an_example_per_format() {
         assert!(help.contains(example), "{example}");
     }
 }
+
+#[test]
+fn another_target_is_named_and_predicted_as_such() {
+    let output = advisor(&["--target", "0.95", "examples/data/latencies.txt"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("optimal_delay = 0.95"), "{stdout}");
+    assert!(stdout.contains("predicted p95 "), "{stdout}");
+    let json = advisor(&["--json", "--target", "0.95", "examples/data/latencies.txt"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let at_target = json["recommended"]["at_target_ms"].as_f64().unwrap();
+    assert!(at_target <= json["recommended"]["p99_ms"].as_f64().unwrap());
+    // A 2% share of stalls leaves the p95 where it was: no copy can better it.
+    assert!(json["unhedged"]["at_target_ms"].as_f64().unwrap() >= at_target);
+}
