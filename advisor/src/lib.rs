@@ -44,6 +44,7 @@ pub mod latencies;
 pub mod read;
 pub mod replay;
 pub mod report;
+pub mod timestamp;
 pub mod unit;
 
 pub use error::InputError;

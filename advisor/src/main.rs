@@ -43,7 +43,7 @@ struct Args {
     /// CSV: the column holding the latency.
     #[arg(long, value_name = "NAME")]
     column: Option<String>,
-    /// CSV: the column holding when the call was made, in seconds [default: one named timestamp, time, ts, start, started_at].
+    /// CSV: the column holding when the call was made, in seconds or RFC 3339 [default: one named timestamp, time, ts, start, started_at].
     #[arg(long, value_name = "NAME")]
     timestamp: Option<String>,
     /// Prometheus: the histogram to read, when there are several.

@@ -96,6 +96,14 @@ fn csv_finds_its_latency_and_timestamp_columns() {
 }
 
 #[test]
+fn csv_timestamps_may_be_rfc3339() {
+    let input = "time,latency\n2024-12-05T00:00:00.000Z,1\n2024-12-05T00:00:00.250Z,2\n";
+    let (latencies, _) = read(input.as_bytes(), &ReadOptions::default()).unwrap();
+    let timeline = latencies.timeline().calls();
+    assert_eq!(timeline[1].0 - timeline[0].0, 250_000_000);
+}
+
+#[test]
 fn csv_asks_for_a_column_when_it_cannot_tell() {
     let input = "a,b,c\n1,2,3\n";
     let found = error(input, &options(Format::Csv));

@@ -9,6 +9,7 @@ use ::csv::{ByteRecord, ReaderBuilder, Trim};
 use super::ReadOptions;
 use crate::error::InputError;
 use crate::latencies::Latencies;
+use crate::timestamp::parse_timestamp;
 use crate::unit::{parse_nanos, Unit};
 
 /// Names a timestamp column is found by when `--timestamp` is not given.
@@ -82,13 +83,14 @@ pub(super) fn read(
         match timestamp {
             Some(index) => {
                 let text = field(index)?;
-                let at = parse_nanos(text, Unit::Seconds).map_err(|_| {
+                let at = parse_timestamp(text).ok_or_else(|| {
                     InputError::at(
                         line,
                         index as u64 + 1,
                         format!(
                             "column {:?}: expected a timestamp in seconds such as \
-                             1733356800.125 (or with a unit: 1733356800125ms), found {text:?}",
+                             1733356800.125 (or with a unit: 1733356800125ms) or an RFC 3339 \
+                             time such as 2024-12-05T00:00:00.125Z, found {text:?}",
                             names[index]
                         ),
                     )
