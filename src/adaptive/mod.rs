@@ -90,14 +90,13 @@ pub(crate) struct TrackerSeed {
 pub(crate) struct Ending {
     /// The original's latency, or its age when it was dropped.
     pub(crate) sample: Sample,
-    /// Whether the original was dropped still running: its latency is only known to
-    /// exceed the sample (censored).
-    pub(crate) censored: bool,
-    /// What the call's hedges showed: [`Shown`] bits, 0 for a call that asked for none.
+    /// What the call showed: [`Shown`] bits, none for an original that answered in a
+    /// call that asked for no copy.
     pub(crate) shown: Shown,
 }
 
-/// What a call's hedges showed, as bits: tested once per tracker as a whole.
+/// What a call's end showed (its original censored, its hedges started, won, refused),
+/// as bits: a tracker tests them once, as a whole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Shown(u8);
 
@@ -108,6 +107,9 @@ impl Shown {
     pub(crate) const REFUSED: Shown = Shown(1 << REFUSED);
     /// A copy other than the original won the call.
     pub(crate) const HEDGE_WON: Shown = Shown(1 << HEDGE_WON);
+    /// The original was dropped still running: its latency is only known to exceed the
+    /// sample (censored).
+    pub(crate) const CENSORED: Shown = Shown(1 << 7);
 
     /// These bits, and `bits` if `set`.
     pub(crate) const fn with(self, bits: Shown, set: bool) -> Shown {
@@ -118,8 +120,13 @@ impl Shown {
         }
     }
 
+    /// Whether the bit of the count of what hedges showed at `count` ([`SHOWN`]) is set.
     fn has(self, count: usize) -> bool {
         self.0 & (1 << count) != 0
+    }
+
+    fn is_censored(self) -> bool {
+        self.0 & Shown::CENSORED.0 != 0
     }
 }
 
@@ -283,7 +290,6 @@ impl LatencyTracker {
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
         self.record_ending(&Ending {
             sample: Sample::new(latency, now),
-            censored: false,
             shown: Shown::default(),
         });
     }
@@ -300,22 +306,38 @@ impl LatencyTracker {
             self.current_slot.load(Relaxed)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
-        if ending.censored && !self.censored.is_empty() {
-            self.censored[row + bucket].fetch_add(1, Relaxed);
-        } else {
-            // A key's tracker has one stripe: no need to ask which thread this is.
-            let stripe = match self.stripe_mask {
-                0 => 0,
-                mask => stripe() & mask,
-            };
-            self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
-        }
+        // The common ending, an original that answered in a call that asked for no
+        // copy, tests one byte; a censored latency or hedges to show take the cold path.
         if ending.shown != Shown::default() {
-            self.show(slot, ending.shown);
+            self.record_unusual(slot, row + bucket, ending);
+        } else {
+            self.count_ended(row + bucket);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
             self.recorded_without_estimate(slot);
         }
+    }
+
+    /// Counts a latency that ended, at `at` (its row of the ring and its bucket).
+    #[inline(always)]
+    fn count_ended(&self, at: usize) {
+        // A key's tracker has one stripe: no need to ask which thread this is.
+        let stripe = match self.stripe_mask {
+            0 => 0,
+            mask => stripe() & mask,
+        };
+        self.counts[stripe * STRIPE_LEN + at].fetch_add(1, Relaxed);
+    }
+
+    /// Records an ending that is censored or shows what hedges did, in `slot`, at `at`.
+    #[cold]
+    fn record_unusual(&self, slot: u64, at: usize, ending: &Ending) {
+        if ending.shown.is_censored() && !self.censored.is_empty() {
+            self.censored[at].fetch_add(1, Relaxed);
+        } else {
+            self.count_ended(at);
+        }
+        self.show(slot, ending.shown);
     }
 
     /// The counts of what hedges showed in the slot at `row` of the ring.
@@ -325,7 +347,6 @@ impl LatencyTracker {
     }
 
     /// Counts what a call's hedges showed, in `slot`.
-    #[cold]
     fn show(&self, slot: u64, shown: Shown) {
         for (count, counter) in self.shown_in(slot % SLOTS).iter().enumerate() {
             if shown.has(count) {
