@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use hedging::timer::ManualTimer;
 use hedging::Policy;
-use hedging_opendal::HedgeLayer;
+use hedging_opendal::{CallKey, HedgeLayer};
 use hedging_test_server::opendal::context;
 use hedging_test_server::s3::{credentials, BUCKET, S3};
 use hedging_test_server::{until, VirtualClock};
@@ -47,7 +47,7 @@ pub fn s3_direct(s3: &S3) -> Result<Operator> {
 }
 
 /// An HTTP-service operator on `url`, hedged by `layer`.
-pub fn http_hedged(url: &str, layer: HedgeLayer<ManualTimer>) -> Result<Operator> {
+pub fn http_hedged<K: CallKey>(url: &str, layer: HedgeLayer<ManualTimer, K>) -> Result<Operator> {
     let builder = Http::default().endpoint(url);
     Ok(Operator::new(builder)?.with_context(context()).layer(layer))
 }
