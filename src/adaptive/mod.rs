@@ -612,12 +612,16 @@ fn median_rises_with_hedging(paced: &[Option<(f64, u64)>]) -> bool {
     }
     let (share_more, share_fewer) = (more.0 / more.2, fewer.0 / fewer.2);
     let (median_more, median_fewer) = (more.1 / more.2, fewer.1 / fewer.2);
-    share_more - share_fewer >= 0.03 && median_more > median_fewer * RISE
+    share_more - share_fewer >= 0.03
+        && median_more > median_fewer * RISE
+        && median_more - median_fewer >= RISE_MICROS
 }
 
 /// How far the median of the slots hedged most must be above the others' to say the
-/// copies loaded a queue.
+/// copies loaded a queue: a quarter, and at least 100 µs, which a loopback backend's
+/// scheduling jitter at a 70 µs median does not fake.
 const RISE: f64 = 1.25;
+const RISE_MICROS: f64 = 100.0;
 /// A queue is probed with hedges one slot in this many...
 const PROBE_EVERY: u64 = 4;
 /// ...past this quantile of its latencies: few enough copies not to load it.
