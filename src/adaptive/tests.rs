@@ -2,6 +2,7 @@
 
 use alloc::vec::Vec;
 
+use super::choice::{median_rises_with_hedging, PROBE_EVERY};
 use super::*;
 
 const MS: Duration = Duration::from_millis(1);
