@@ -1,5 +1,13 @@
-//! The latency tracker behind [`PolicyBuilder::adaptive_delay`](crate::PolicyBuilder::adaptive_delay):
-//! a lock-free, decaying histogram of copy latencies and the delay it suggests.
+//! The latency tracker behind [`PolicyBuilder::adaptive_delay`](crate::PolicyBuilder::adaptive_delay)
+//! and [`PolicyBuilder::optimal_delay`](crate::PolicyBuilder::optimal_delay): a lock-free,
+//! decaying histogram of copy latencies and the delay it suggests.
+//!
+//! - `mod.rs`: the ring of slots and its recording; with `optimal_delay`, a censored
+//!   latency (an original dropped still running) goes to counters of its own, and each
+//!   slot counts what hedges showed (started, won, refused).
+//! - `choice.rs`: how a window becomes a delay (a quantile, or the model's choice within
+//!   the budget's headroom), the queueing guard and its probes.
+//! - `histogram.rs`: the buckets' arithmetic.
 //!
 //! Latencies go into a log-linear histogram (16 buckets per power of two from 16 µs, exact
 //! below: at most 6.25% relative error) of atomic counters. Time is cut into slots of a
@@ -12,12 +20,13 @@
 //! comes as soon as enough latencies are known, not when the first quarter window ends.
 //!
 //! The estimate hedges stragglers, not a queue. When, in each of the two newest slots
-//! that hold latencies,
-//! more than a tenth of the latencies exceed four times the slot's median, the slow calls
-//! are a crowd: the backend is queueing, and extra copies would only lengthen the queue.
-//! The estimate is then the window's slowest latency, so only calls slower than any recent
-//! one are hedged. (One slot alone may straddle a shift of the median, which looks the
-//! same; two in a row do not.)
+//! that hold latencies, more than a tenth of the latencies exceed four times the slot's
+//! median, the slow calls are a crowd: the backend is queueing, and extra copies would only
+//! lengthen the queue. The estimate is then the window's slowest latency (one slot in four
+//! its p98, a probe), so only calls slower than any recent one are hedged. (One slot alone
+//! may straddle a shift of the median, which looks the same; two in a row do not.) With
+//! `optimal_delay`, a crowd is not a queue when most of the window's hedges won and the
+//! median did not rise with the share of calls hedged.
 //!
 //! We wrote the histogram instead of depending on `hdrhistogram` (not shareable without a
 //! lock or per-thread recorders) or `histogram` (std only, no in-place clearing, and
