@@ -146,7 +146,56 @@ fn run_loop(spec: &str) {
     }
 }
 
-criterion_group!(benches, one_thread, two_threads);
+/// What one choice of `optimal_delay` costs, made once per quarter window (per key) by
+/// the call that turns the window: the model over the tracker's 592 classes (16 per
+/// power of two from 16 µs), a window of a 1 ms log-normal body and a tenth of calls
+/// paused 20-100 ms, some of them censored; p99, two copies, a 10% budget.
+fn one_choice(c: &mut Criterion) {
+    use hedging::model::{kaplan_meier, Goal, Survival};
+    let edges: Vec<u64> = (0..592u64)
+        .map(|bucket| {
+            let micros = if bucket < 16 {
+                bucket + 1
+            } else {
+                let above = bucket - 16;
+                let power = above / 16 + 4;
+                (16 + above % 16 + 1) << (power - 4)
+            };
+            micros * 1000
+        })
+        .collect();
+    let (mut ended, mut censored) = (vec![0u64; 592], vec![0u64; 592]);
+    let mut rng = 7u64;
+    for call in 0..10_000u64 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let uniform = (rng >> 11) as f64 / (1u64 << 53) as f64;
+        let micros = if call % 10 == 9 {
+            20_000.0 + 80_000.0 * uniform
+        } else {
+            1000.0 * (0.6 + 0.8 * uniform)
+        };
+        let bucket = edges.partition_point(|&edge| edge < (micros * 1000.0) as u64);
+        if call % 20 == 19 {
+            censored[(bucket / 2).max(64)] += 1;
+        } else {
+            ended[bucket] += 1;
+        }
+    }
+    let mut above = vec![0.0; 592];
+    let goal = Goal::new(0.99)
+        .budget(0.10)
+        .bounds(Duration::from_micros(100), Duration::from_millis(200));
+    c.bench_function("optimal_delay/one_choice", |b| {
+        b.iter(|| {
+            kaplan_meier(black_box(&ended), black_box(&censored), &mut above);
+            black_box(Survival::new(&edges, &above).choose(&goal))
+        })
+    });
+}
+
+criterion_group!(benches, one_thread, two_threads, one_choice);
 
 fn main() {
     if let Ok(spec) = std::env::var("HEDGING_BENCH_LOOP") {

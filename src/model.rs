@@ -309,7 +309,8 @@ impl<'a> Survival<'a> {
     /// one keep the quantile out of any delay's reach, the delays are ranked at the
     /// highest quantile they reach. `None` when no class holds a latency.
     ///
-    /// The delays tried are the class edges within the bounds, and the bounds.
+    /// The delays tried are the edges of the classes some latency ended in (where the
+    /// survival steps down) within the bounds, and the bounds.
     pub fn choose(&self, goal: &Goal) -> Option<Prediction> {
         if self.is_empty() {
             return None;
@@ -343,11 +344,20 @@ impl<'a> Survival<'a> {
         // quantile is never reached, the share of calls that never end.
         let tail = |prediction: &Prediction| (prediction.latency, prediction.unended);
         let (min_delay, max_delay) = (goal.min_delay, goal.max_delay.max(goal.min_delay));
+        // The delays the latencies tell apart: the edges of the classes some latency
+        // ended in (where the survival steps down), within the bounds.
+        let steps = self.above.iter().scan(1.0, |before, &above| {
+            let step = above < *before;
+            *before = above;
+            Some(step)
+        });
         let candidates = core::iter::once(min_delay)
             .chain(
                 self.edges
                     .iter()
-                    .map(|&edge| Duration::from_nanos(edge))
+                    .zip(steps)
+                    .filter(|&(_, step)| step)
+                    .map(|(&edge, _)| Duration::from_nanos(edge))
                     .filter(|&edge| edge > min_delay && edge < max_delay),
             )
             .chain(

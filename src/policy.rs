@@ -360,7 +360,7 @@ impl<T> Settings<T> {
 
     /// The kept entry of `key`, if it has one, not marked used: for a call's end, whose
     /// key its lookups at the start marked.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn kept(&self, key: Option<Key>) -> Option<&Entry> {
         match (&self.keys, key) {
             (Some(keys), Some(key)) => keys.find(key),

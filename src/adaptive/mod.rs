@@ -1,5 +1,13 @@
-//! The latency tracker behind [`PolicyBuilder::adaptive_delay`](crate::PolicyBuilder::adaptive_delay):
-//! a lock-free, decaying histogram of copy latencies and the delay it suggests.
+//! The latency tracker behind [`PolicyBuilder::adaptive_delay`](crate::PolicyBuilder::adaptive_delay)
+//! and [`PolicyBuilder::optimal_delay`](crate::PolicyBuilder::optimal_delay): a lock-free,
+//! decaying histogram of copy latencies and the delay it suggests.
+//!
+//! - `mod.rs`: the ring of slots and its recording; with `optimal_delay`, a censored
+//!   latency (an original dropped still running) goes to counters of its own, and each
+//!   slot counts what hedges showed (started, won, refused).
+//! - `choice.rs`: how a window becomes a delay (a quantile, or the model's choice within
+//!   the budget's headroom), the queueing guard and its probes.
+//! - `histogram.rs`: the buckets' arithmetic.
 //!
 //! Latencies go into a log-linear histogram (16 buckets per power of two from 16 µs, exact
 //! below: at most 6.25% relative error) of atomic counters. Time is cut into slots of a
@@ -12,12 +20,13 @@
 //! comes as soon as enough latencies are known, not when the first quarter window ends.
 //!
 //! The estimate hedges stragglers, not a queue. When, in each of the two newest slots
-//! that hold latencies,
-//! more than a tenth of the latencies exceed four times the slot's median, the slow calls
-//! are a crowd: the backend is queueing, and extra copies would only lengthen the queue.
-//! The estimate is then the window's slowest latency, so only calls slower than any recent
-//! one are hedged. (One slot alone may straddle a shift of the median, which looks the
-//! same; two in a row do not.)
+//! that hold latencies, more than a tenth of the latencies exceed four times the slot's
+//! median, the slow calls are a crowd: the backend is queueing, and extra copies would only
+//! lengthen the queue. The estimate is then the window's slowest latency (one slot in four
+//! its p98, a probe), so only calls slower than any recent one are hedged. (One slot alone
+//! may straddle a shift of the median, which looks the same; two in a row do not.) With
+//! `optimal_delay`, a crowd is not a queue when most of the window's hedges won and the
+//! median did not rise with the share of calls hedged.
 //!
 //! We wrote the histogram instead of depending on `hdrhistogram` (not shareable without a
 //! lock or per-thread recorders) or `histogram` (std only, no in-place clearing, and
@@ -31,10 +40,11 @@ use core::time::Duration;
 use alloc::boxed::Box;
 
 use crate::budget::Budget;
-use crate::model::{kaplan_meier, Goal, Survival};
 
-use self::histogram::{bucket_of, is_queue, median_micros, window_delay, BUCKETS, EDGES_NANOS};
+use self::choice::FULL_HEADROOM;
+use self::histogram::{bucket_of, BUCKETS};
 
+mod choice;
 mod histogram;
 
 /// Slots in the ring: four complete ones make the window, one is being filled.
@@ -90,14 +100,13 @@ pub(crate) struct TrackerSeed {
 pub(crate) struct Ending {
     /// The original's latency, or its age when it was dropped.
     pub(crate) sample: Sample,
-    /// Whether the original was dropped still running: its latency is only known to
-    /// exceed the sample (censored).
-    pub(crate) censored: bool,
-    /// What the call's hedges showed: [`Shown`] bits, 0 for a call that asked for none.
+    /// What the call showed: [`Shown`] bits, none for an original that answered in a
+    /// call that asked for no copy.
     pub(crate) shown: Shown,
 }
 
-/// What a call's hedges showed, as bits: tested once per tracker as a whole.
+/// What a call's end showed (its original censored, its hedges started, won, refused),
+/// as bits: a tracker tests them once, as a whole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Shown(u8);
 
@@ -108,6 +117,9 @@ impl Shown {
     pub(crate) const REFUSED: Shown = Shown(1 << REFUSED);
     /// A copy other than the original won the call.
     pub(crate) const HEDGE_WON: Shown = Shown(1 << HEDGE_WON);
+    /// The original was dropped still running: its latency is only known to exceed the
+    /// sample (censored).
+    pub(crate) const CENSORED: Shown = Shown(1 << 7);
 
     /// These bits, and `bits` if `set`.
     pub(crate) const fn with(self, bits: Shown, set: bool) -> Shown {
@@ -118,8 +130,13 @@ impl Shown {
         }
     }
 
+    /// Whether the bit of the count of what hedges showed at `count` ([`SHOWN`]) is set.
     fn has(self, count: usize) -> bool {
         self.0 & (1 << count) != 0
+    }
+
+    fn is_censored(self) -> bool {
+        self.0 & Shown::CENSORED.0 != 0
     }
 }
 
@@ -283,7 +300,6 @@ impl LatencyTracker {
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
         self.record_ending(&Ending {
             sample: Sample::new(latency, now),
-            censored: false,
             shown: Shown::default(),
         });
     }
@@ -300,22 +316,38 @@ impl LatencyTracker {
             self.current_slot.load(Relaxed)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
-        if ending.censored && !self.censored.is_empty() {
-            self.censored[row + bucket].fetch_add(1, Relaxed);
-        } else {
-            // A key's tracker has one stripe: no need to ask which thread this is.
-            let stripe = match self.stripe_mask {
-                0 => 0,
-                mask => stripe() & mask,
-            };
-            self.counts[stripe * STRIPE_LEN + row + bucket].fetch_add(1, Relaxed);
-        }
+        // The common ending, an original that answered in a call that asked for no
+        // copy, tests one byte; a censored latency or hedges to show take the cold path.
         if ending.shown != Shown::default() {
-            self.show(slot, ending.shown);
+            self.record_unusual(slot, row + bucket, ending);
+        } else {
+            self.count_ended(row + bucket);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
             self.recorded_without_estimate(slot);
         }
+    }
+
+    /// Counts a latency that ended, at `at` (its row of the ring and its bucket).
+    #[inline(always)]
+    fn count_ended(&self, at: usize) {
+        // A key's tracker has one stripe: no need to ask which thread this is.
+        let stripe = match self.stripe_mask {
+            0 => 0,
+            mask => stripe() & mask,
+        };
+        self.counts[stripe * STRIPE_LEN + at].fetch_add(1, Relaxed);
+    }
+
+    /// Records an ending that is censored or shows what hedges did, in `slot`, at `at`.
+    #[cold]
+    fn record_unusual(&self, slot: u64, at: usize, ending: &Ending) {
+        if ending.shown.is_censored() && !self.censored.is_empty() {
+            self.censored[at].fetch_add(1, Relaxed);
+        } else {
+            self.count_ended(at);
+        }
+        self.show(slot, ending.shown);
     }
 
     /// The counts of what hedges showed in the slot at `row` of the ring.
@@ -325,7 +357,6 @@ impl LatencyTracker {
     }
 
     /// Counts what a call's hedges showed, in `slot`.
-    #[cold]
     fn show(&self, slot: u64, shown: Shown) {
         for (count, counter) in self.shown_in(slot % SLOTS).iter().enumerate() {
             if shown.has(count) {
@@ -395,217 +426,7 @@ impl LatencyTracker {
             Err(newer) => newer.max(slot),
         }
     }
-
-    /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of the complete slots before
-    /// `current`, and with `with_current` of `current` too, as the newest.
-    fn estimate(&self, current: u64, with_current: bool) -> u64 {
-        let above = current.checked_add(u64::from(with_current));
-        let slots: [Option<usize>; SLOTS as usize] = core::array::from_fn(|back| {
-            let slot = above?.checked_sub(back as u64 + 1)?;
-            (back < SLOTS_PER_WINDOW as usize + usize::from(with_current))
-                .then_some((slot % SLOTS) as usize)
-        });
-        // Latencies that ended, and censored ones (with `Choice::Optimal`), per bucket.
-        let mut window = [0u64; BUCKETS];
-        let mut censored = [0u64; BUCKETS];
-        let mut slot = [0u64; BUCKETS];
-        // Whether the two newest slots with samples are both a queue: one slot alone may
-        // straddle a shift of the median, which looks the same.
-        let (mut newest, mut queueing) = (0, 0);
-        // What hedges showed in the window, and in the slot that just completed.
-        let (mut shown, mut newest_shown) = ([0u64; SHOWN], [0u64; SHOWN]);
-        // Per slot with enough calls: the share of them hedged, and their median.
-        let mut paced: [Option<(f64, u64)>; SLOTS as usize] = [None; SLOTS as usize];
-        for (back, at) in slots.into_iter().enumerate() {
-            let Some(at) = at else { continue };
-            let row = at * BUCKETS;
-            slot.fill(0);
-            for stripe in self.counts.chunks(STRIPE_LEN) {
-                for (sum, count) in slot.iter_mut().zip(&stripe[row..row + BUCKETS]) {
-                    *sum += u64::from(count.load(Relaxed));
-                }
-            }
-            for (sum, count) in window.iter_mut().zip(&slot) {
-                *sum += count;
-            }
-            for stripe in self.censored.chunks(STRIPE_LEN) {
-                for ((sum, all), count) in censored
-                    .iter_mut()
-                    .zip(&mut slot)
-                    .zip(&stripe[row..row + BUCKETS])
-                {
-                    let count = u64::from(count.load(Relaxed));
-                    *sum += count;
-                    *all += count;
-                }
-            }
-            let slot_shown = self.shown_in(at as u64);
-            let (hedged, refused) = (
-                u64::from(slot_shown[HEDGED].load(Relaxed)),
-                u64::from(slot_shown[REFUSED].load(Relaxed)),
-            );
-            let won = u64::from(slot_shown[HEDGE_WON].load(Relaxed));
-            let estimated = self.estimated_from.load(Relaxed) < current;
-            if back == 0 && !with_current && estimated {
-                newest_shown = [hedged, refused, won];
-            }
-            shown[HEDGED] += hedged;
-            shown[REFUSED] += refused;
-            shown[HEDGE_WON] += won;
-            let calls: u64 = slot.iter().sum();
-            if calls >= MIN_ASKED {
-                paced[back] = Some((hedged as f64 / calls as f64, median_micros(&slot)));
-            }
-            if back < 2 && slot.iter().any(|&count| count > 0) {
-                newest += 1;
-                queueing += usize::from(is_queue(&slot));
-            }
-        }
-        let total = window.iter().chain(&censored).sum::<u64>();
-        // Slow calls in a crowd are a queue. With `optimal_delay`, unless the hedges
-        // showed otherwise: most of them won (the slowness was not shared) and the median
-        // did not rise with the share of calls hedged (the copies did not load a queue).
-        // `adaptive_delay` keeps to the crowd alone: hedging at its p95 whenever hedges
-        // win costs a loaded queue's median more than 5% (the lab's workload (e) at 90%).
-        let unshared = matches!(self.config.choice, Choice::Optimal { .. })
-            && shown[HEDGED] >= MIN_ASKED
-            && shown[HEDGE_WON] * 2 >= shown[HEDGED]
-            && !median_rises_with_hedging(&paced);
-        let crowd = newest > 0 && queueing == newest;
-        let queue = crowd && !unshared;
-        let estimate = match self.config.choice {
-            // A queue is hedged only past its slowest recent latency; one slot in
-            // `PROBE_EVERY` past its p98, so a few hedges keep showing what they do.
-            Choice::Optimal { .. } | Choice::Quantile if queue => {
-                let mut all = window;
-                all.iter_mut()
-                    .zip(&censored)
-                    .for_each(|(sum, count)| *sum += count);
-                let past = if current.is_multiple_of(PROBE_EVERY) {
-                    PROBE_QUANTILE
-                } else {
-                    1.0
-                };
-                window_delay(&all, past, self.config.min_samples).map(Duration::from_micros)
-            }
-            Choice::Quantile => {
-                window_delay(&window, self.config.quantile, self.config.min_samples)
-                    .map(Duration::from_micros)
-            }
-            Choice::Optimal { copies } => (total >= u64::from(self.config.min_samples.max(1)))
-                .then(|| self.optimal(&window, &censored, copies, newest_shown))
-                .flatten(),
-        };
-        let estimate = estimate.map(|delay| delay.clamp(self.min_delay, self.max_delay));
-        // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
-        estimate.map_or(NO_ESTIMATE, nanos)
-    }
-
-    /// The delay the model predicts minimises the quantile of call latency for calls of
-    /// up to `copies` copies, from the window's ended and censored latencies, within what
-    /// the budget will really grant: the headroom is first moved by what the slot that
-    /// just completed `shown` (see [`LatencyTracker::plan_headroom`]).
-    fn optimal(
-        &self,
-        ended: &[u64; BUCKETS],
-        censored: &[u64; BUCKETS],
-        copies: u8,
-        shown: [u64; SHOWN],
-    ) -> Option<Duration> {
-        let mut above = [0.0; BUCKETS];
-        kaplan_meier(ended, censored, &mut above);
-        let survival = Survival::new(&EDGES_NANOS, &above);
-        let goal = Goal::new(self.config.quantile)
-            .copies(copies.into())
-            .bounds(self.min_delay, self.max_delay);
-        let Some(ratio) = self.budget.as_ref().and_then(Budget::extra_ratio) else {
-            return survival.choose(&goal).map(|choice| choice.delay);
-        };
-        self.plan_headroom(&survival, goal.budget(ratio), shown);
-        let headroom = f64::from(self.headroom.load(Relaxed)) / f64::from(FULL_HEADROOM);
-        survival
-            .choose(&goal.budget(ratio * headroom))
-            .map(|choice| choice.delay)
-    }
-
-    /// Plans for the budget as it really grants: where the slot that just completed saw
-    /// more of its asks refused than the model predicted at the delay it hedged at (the
-    /// slow calls came together and emptied the bucket before its ratio said), the ratio
-    /// planned for is cut by that much; a slot refused no more than predicted wins a
-    /// tenth of it back.
-    fn plan_headroom(
-        &self,
-        survival: &Survival<'_>,
-        goal: Goal,
-        [hedged, refused, _]: [u64; SHOWN],
-    ) {
-        let asked = hedged + refused;
-        let used = self.estimate_nanos.load(Relaxed);
-        if asked < MIN_ASKED || used == NO_ESTIMATE {
-            return;
-        }
-        let headroom = self.headroom.load(Relaxed);
-        let planned = goal.budget.map_or(0.0, |ratio| {
-            ratio * f64::from(headroom) / f64::from(FULL_HEADROOM)
-        });
-        let predicted = survival
-            .predict_for(
-                &Goal {
-                    budget: Some(planned),
-                    ..goal
-                },
-                Duration::from_nanos(used),
-            )
-            .granted;
-        let granted = hedged as f64 / asked as f64;
-        let headroom = if granted < predicted - 0.02 {
-            (f64::from(headroom) * granted / predicted) as u32
-        } else {
-            headroom + (FULL_HEADROOM - headroom.min(FULL_HEADROOM)) / 2
-        };
-        self.headroom
-            .store(headroom.clamp(FULL_HEADROOM / 2, FULL_HEADROOM), Relaxed);
-    }
 }
-
-/// Whether the slots hedged most had a median well above the slots hedged least: the
-/// copies loaded a queue. `paced`: per slot, the share of calls hedged and the median.
-fn median_rises_with_hedging(paced: &[Option<(f64, u64)>]) -> bool {
-    let slots = paced.iter().flatten();
-    let count = slots.clone().count() as f64;
-    if count < 2.0 {
-        return false;
-    }
-    let mean_share = slots.clone().map(|(share, _)| share).sum::<f64>() / count;
-    let (mut more, mut fewer) = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0));
-    for &(share, median) in slots {
-        let group = if share > mean_share {
-            &mut more
-        } else {
-            &mut fewer
-        };
-        *group = (group.0 + share, group.1 + median as f64, group.2 + 1.0);
-    }
-    if more.2 == 0.0 || fewer.2 == 0.0 {
-        return false;
-    }
-    let (share_more, share_fewer) = (more.0 / more.2, fewer.0 / fewer.2);
-    let (median_more, median_fewer) = (more.1 / more.2, fewer.1 / fewer.2);
-    share_more - share_fewer >= 0.03 && median_more > median_fewer * RISE
-}
-
-/// How far the median of the slots hedged most must be above the others' to say the
-/// copies loaded a queue.
-const RISE: f64 = 1.25;
-/// A queue is probed with hedges one slot in this many...
-const PROBE_EVERY: u64 = 4;
-/// ...past this quantile of its latencies: few enough copies not to load it.
-const PROBE_QUANTILE: f64 = 0.98;
-
-/// A whole headroom, in thousandths.
-const FULL_HEADROOM: u32 = 1000;
-/// The fewest calls asking for a copy in a slot that move the headroom.
-const MIN_ASKED: u64 = 20;
 
 /// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
 #[inline]

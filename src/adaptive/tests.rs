@@ -2,6 +2,7 @@
 
 use alloc::vec::Vec;
 
+use super::choice::{median_rises_with_hedging, PROBE_EVERY};
 use super::*;
 
 const MS: Duration = Duration::from_millis(1);
@@ -219,8 +220,9 @@ fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool) {
     for _ in 0..20 {
         tracker.record_ending(&Ending {
             sample: Sample::new(10 * MS, at),
-            censored: hedges_won,
-            shown: Shown::HEDGED.with(Shown::HEDGE_WON, hedges_won),
+            shown: Shown::HEDGED
+                .with(Shown::HEDGE_WON, hedges_won)
+                .with(Shown::CENSORED, hedges_won),
         });
     }
 }
@@ -306,7 +308,6 @@ fn refusals_beyond_the_models_lower_the_ratio_it_plans_for() {
     for refused in (0..50).map(|call| call >= 5) {
         tracker.record_ending(&Ending {
             sample: Sample::new(10 * MS, at),
-            censored: false,
             shown: Shown::default()
                 .with(Shown::HEDGED, !refused)
                 .with(Shown::REFUSED, refused),

@@ -68,9 +68,12 @@ impl<T> PolicyBuilder<T> {
     /// latencies exceed four times that quarter's median,
     /// the slow calls are a crowd: the backend is queueing, and extra copies would only
     /// lengthen its queues. The delay is then the window's slowest latency (within
-    /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged. A
-    /// service whose latencies spread that wide on their own (a log-normal σ above about
-    /// 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay).
+    /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged; one
+    /// quarter window in four it is the window's p98, so a few hedges keep showing what
+    /// they do. A service whose latencies spread that wide on their own (a log-normal σ
+    /// above about 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay), or
+    /// use [`optimal_delay`](Self::optimal_delay), whose guard also reads whether the
+    /// hedges won.
     pub fn adaptive_delay(mut self, quantile: f64) -> Self {
         let quantile = if quantile.is_nan() {
             DEFAULT_QUANTILE
@@ -97,8 +100,8 @@ impl<T> PolicyBuilder<T> {
     /// [`max_delay`](Self::max_delay), [`delay`](Self::delay) (until
     /// [`adaptive_min_samples`](Self::adaptive_min_samples) latencies are known),
     /// `adaptive_window` and `adaptive_min_samples` apply as to
-    /// [`adaptive_delay`](Self::adaptive_delay); so do what is recorded and the queueing
-    /// guard described there.
+    /// [`adaptive_delay`](Self::adaptive_delay); so does what is recorded, but for a
+    /// dropped original, kept as censored (below).
     ///
     /// `quantile` is clamped to `0.0..=1.0`; NaN counts as `0.99`.
     ///
@@ -121,11 +124,22 @@ impl<T> PolicyBuilder<T> {
     /// `quantile` of call latency and the extra copies with up to
     /// [`max_copies`](Self::max_copies) copies. The delays considered are those whose
     /// extra copies the budget allows: with a token-bucket [`Budget`](crate::Budget),
-    /// every delay, predicted with the copies its ratio would refuse, and with that ratio
-    /// lowered where the window saw refusals (slow calls that come together empty a
-    /// bucket sooner than its ratio says); without one, or with a throttling budget, the
+    /// every delay, predicted with the copies it would refuse (it grants its ratio of the
+    /// calls that ask for no copy), and with that ratio lowered where a quarter window
+    /// saw more refusals than predicted (slow calls that come together empty a bucket
+    /// sooner than its ratio says); without one, or with a throttling budget, the
     /// delays predicted to start at most 5% extra copies. Of the delays whose predicted
     /// tail is within 5% of the best, the one with the fewest extra copies wins.
+    ///
+    /// # Queueing
+    ///
+    /// A crowd of slow calls is a queue, as for `adaptive_delay`, unless the hedges showed
+    /// otherwise: most of the window's hedged calls were won by a hedge (the slowness was
+    /// not shared) and the median did not rise with the share of calls hedged (by a
+    /// quarter and 100 µs: the copies did not load a queue). A queue is hedged past its
+    /// slowest recent latency, and probed past its p98 one quarter window in four.
+    ///
+    /// # Assumptions
     ///
     /// Copies are assumed independent: a copy sent to another replica, or the same one
     /// later, is as likely to be slow as any call. Slowness the request carries (a heavy

@@ -119,7 +119,7 @@ impl Keys {
     }
 
     /// The key's entry if it is kept.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&self, key: Key) -> Option<&Entry> {
         let key = key.get();
         let first = self.place(key as u32);

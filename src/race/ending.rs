@@ -170,8 +170,9 @@ impl<T, E> Race<T, E> {
                         matches!(self.timed, Timed::Hedged | Timed::Probed),
                     )
                     .with(Shown::HEDGE_WON, matches!(end, End::Won { index: 1.., .. }))
-                    .with(Shown::REFUSED, self.refused != 0);
-                record_latency(settings, first_start, !original_won, shown, self.key);
+                    .with(Shown::REFUSED, self.refused != 0)
+                    .with(Shown::CENSORED, !original_won);
+                record_latency(settings, first_start, shown, self.key);
             } else if self.key.is_some() {
                 // No latency to record, but the key's call ended: its lookup marks it used.
                 key_ended(settings, self.key);
@@ -247,14 +248,13 @@ pub(crate) fn cancelled_without_race<Tm>(settings: &Settings<Tm>) {
     settings.counters.add(&[Counter::Cancelled]);
 }
 
-/// Records the original's latency (or its age, `censored`) and what the hedges `shown`
+/// Records the original's latency (or its age, censored) and what the hedges `shown`
 /// with the adaptive delay's tracker, and with its key's if it has one.
 #[cold]
 #[inline(never)]
 fn record_latency<Tm: Timer>(
     settings: &Settings<Tm>,
     first_start: Duration,
-    censored: bool,
     shown: Shown,
     key: Option<Key>,
 ) {
@@ -262,7 +262,6 @@ fn record_latency<Tm: Timer>(
         let now = settings.timer.now();
         let ending = Ending {
             sample: Sample::new(now.saturating_sub(first_start), now),
-            censored,
             shown,
         };
         tracker.record_ending(&ending);

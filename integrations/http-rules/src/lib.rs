@@ -1,9 +1,11 @@
 //! The HTTP rules every hedging integration shares: which requests a layer hedges, what
-//! a response's status means, how long `Retry-After` holds the next copy, and what a
-//! replica's address may be ([`origin`]).
+//! a response's status means, how long `Retry-After` holds the next copy, what a
+//! replica's address may be ([`origin`]), and how an object read's stalled body is
+//! resumed from its offset, of the same version ([`resume`]).
 //!
 //! `hedging-http` (tower services, hyper-util, tonic) and `reqwest-hedging` build on
-//! these, so one request is judged the same way by both; each re-exports what its users
+//! these, so one request is judged the same way by both; `hedging-object-store` and
+//! `hedging-opendal` resume stalled bodies by one rule. Each re-exports what its users
 //! name. Depend on this crate to write an integration of your own.
 //!
 //! ```
@@ -78,6 +80,7 @@
 pub use hedging;
 
 mod origin;
+pub mod resume;
 mod retry_after;
 mod scope;
 mod status;

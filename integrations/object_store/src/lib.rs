@@ -159,7 +159,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures_util::stream::{self, BoxStream, StreamExt};
+use futures_util::stream::BoxStream;
 use hedging::timer::Timer;
 use hedging::{Attempt, Hedgeable, Policy, Verdict};
 use object_store::path::Path;
@@ -169,8 +169,10 @@ use object_store::{
     PutResult, RenameOptions, Result, OBJECT_STORE_COALESCE_DEFAULT,
 };
 
-use crate::read_ahead::{Body, ReadAhead};
-use crate::resume::{Resuming, Source};
+use hedging_http_rules::resume::{self as rule, Body};
+
+use crate::read_ahead::ReadAhead;
+use crate::resume::Source;
 
 mod key;
 mod read_ahead;
@@ -332,21 +334,13 @@ where
         key: K::Key,
         read: &ReadAhead,
         first: Bytes,
-        rest: BoxStream<'static, Result<Bytes>>,
+        rest: Body<Error>,
         copies_left: usize,
-    ) -> BoxStream<'static, Result<Bytes>> {
-        // A weak ETag names no bytes (RFC 9110 §8.8.1): as `If-Match` it always fails.
-        let e_tag = read.meta.e_tag.clone().filter(|tag| !tag.starts_with("W/"));
+    ) -> Body<Error> {
+        let e_tag = rule::strong_e_tag(read.meta.e_tag.as_deref()).map(str::to_owned);
         let version = read.meta.version.clone();
         if e_tag.is_none() && version.is_none() {
-            return ReadAhead::replayed(Body::Started { first, rest });
-        }
-        // A resumed body is held to its range: every byte once, none past the end.
-        let (range, delivered) = (read.range.clone(), first.len() as u64);
-        let offset = range.start.saturating_add(delivered);
-        if offset > range.end {
-            let error = resume::ran_past(offset, range.end);
-            return stream::once(async move { Err(error) }).boxed();
+            return rule::ReadAhead::Started { first, rest }.replayed();
         }
         let source = Source {
             inner: Arc::clone(&self.inner),
@@ -356,9 +350,9 @@ where
             version,
             key,
         };
+        let range = read.range.clone();
         let policy = self.policy.clone();
-        let body = Resuming::new(source, policy, rest, range, delivered, copies_left);
-        stream::once(async move { Ok(first) }).chain(body).boxed()
+        rule::resuming(source, policy, first, rest, range, copies_left)
     }
 }
 
@@ -437,11 +431,11 @@ where
         .key(&key)
         .await?;
         let stream = match read.take_body() {
-            Body::Started { first, rest } if self.resume_stalls => {
+            rule::ReadAhead::Started { first, rest } if self.resume_stalls => {
                 let copies_left = self.policy.max_copies().saturating_sub(copies_started);
                 self.resuming(location, options, key, &read, first, rest, copies_left)
             }
-            body => ReadAhead::replayed(body),
+            body => body.replayed(),
         };
         Ok(read.into_result(stream))
     }

@@ -9,6 +9,8 @@
 //!   connector for `object_store::http::HttpStore`.
 //! - `s3` (feature `s3`): a real S3 server (`s3s-fs`) behind a stalling proxy, and
 //!   `object_store`'s `AmazonS3` for it.
+//! - `opendal` (feature `opendal`): an OpenDAL HTTP transport sent by hyper-util, for
+//!   OpenDAL's services on loopback.
 //!
 //! Every server keeps a [`Log`] of what it saw: each request in order, with its copy
 //! number; how many it held, answered, and lost to a client that dropped the copy (its
@@ -28,6 +30,8 @@ pub mod keys;
 mod log;
 #[cfg(feature = "object-store")]
 pub mod object;
+#[cfg(feature = "opendal")]
+pub mod opendal;
 mod pace;
 mod probe;
 pub mod report;
