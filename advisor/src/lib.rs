@@ -6,9 +6,9 @@
 //! of calls hedged at each delay with the model [`hedging::model`] (the one
 //! `PolicyBuilder::optimal_delay` chooses its delay with), recommends the delay that
 //! model predicts minimises the target quantile within the budget, and prints it as a
-//! [`PolicyConfig`](hedging::config::PolicyConfig) to paste. Where the input says when
-//! each call was made, it also replays the calls in virtual time through the real
-//! `Hedge` future, so slowness that comes in clusters shows.
+//! `hedging::config::PolicyConfig` (the core's feature `serde`) to paste. Where the input
+//! says when each call was made, it also replays the calls in virtual time through the
+//! real `Hedge` future, so slowness that comes in clusters shows.
 //!
 //! The binary is the usual way in (`hedging-advisor latencies.txt`); the library is what
 //! it is made of:
