@@ -532,6 +532,14 @@ impl Level {
         self.run(|scheme| matches!(scheme, Scheme::TiedPair(_)))
     }
 
+    /// The rows of the README's configurations and the peers': not `optimal_delay`'s,
+    /// not the sweep of fixed delays with the budget.
+    pub fn readme_rows(&self) -> impl Iterator<Item = &QueueRun> {
+        self.runs
+            .iter()
+            .filter(|run| !matches!(run.scheme, Scheme::Optimal | Scheme::FixedBudget(_)))
+    }
+
     /// `optimal_delay(0.99)` with the recommended budget.
     pub fn optimal(&self) -> &QueueRun {
         self.run(|scheme| *scheme == Scheme::Optimal)
