@@ -1,6 +1,6 @@
 //! The HTTP rules every hedging integration shares: which requests a layer hedges, what
-//! a response's status means, how long `Retry-After` holds the next copy, and what a
-//! replica's address may be ([`origin`]).
+//! a response's status means, how long `Retry-After` holds the next copy, what a
+//! replica's address may be ([`origin`]), and how a call is keyed ([`KeyBy`]).
 //!
 //! `hedging-http` (tower services, hyper-util, tonic) and `reqwest-hedging` build on
 //! these, so one request is judged the same way by both; each re-exports what its users
@@ -77,11 +77,13 @@
 /// they are always the version this crate was built with.
 pub use hedging;
 
+mod key;
 mod origin;
 mod retry_after;
 mod scope;
 mod status;
 
+pub use crate::key::KeyBy;
 pub use crate::origin::{origin, origins, InvalidOrigin};
 pub use crate::retry_after::retry_after;
 pub use crate::scope::{HedgedMethods, NoHedge, DEFAULT_METHODS};

@@ -22,7 +22,7 @@ use hedging_http_rules::HedgedMethods;
 
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
 use crate::grpc::GrpcThroughHttp;
-use crate::key::{target, KeyBy};
+use crate::key::{key_request, target, KeyBy};
 use crate::verdict::DefaultVerdict;
 
 /// A [`Layer`] that hedges HTTP requests by one [`Policy`]: [`HttpHedge`] around the
@@ -82,7 +82,7 @@ impl<T> HttpHedgeLayer<T> {
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             classify: DefaultVerdict,
             grpc: GrpcThroughHttp::default(),
-            key_by: KeyBy::default_key(),
+            key_by: KeyBy::default(),
         }
     }
 }
@@ -223,15 +223,15 @@ where
         };
         let max_replay_bytes = layer.max_replay_bytes;
         let policy = &layer.policy;
-        let (request, key) = layer
-            .key_by
-            .key(policy, request, |request| policy.key_hash(&target(request)));
+        let keyed = key_request(&layer.key_by, policy, request, |head| {
+            policy.key_hash(&target(head))
+        });
         start(
             &mut self.inner,
             policy,
             layer.classify.clone(),
             copies,
-            (request, key),
+            keyed,
             |request, may_hedge| replayable(request, may_hedge, max_replay_bytes),
         )
     }
@@ -264,7 +264,7 @@ pub(crate) struct Copies<Req> {
 /// when the call may hedge), and the core readies a clone of it for each hedge. The core
 /// decides whether the call may hedge and tells `prepare`, which makes the request sent
 /// (see [`replayable`]). The call is one of the policy's `calls`, even when it is sent
-/// once, and carries `key`, as [`KeyBy::key`] read it from the request.
+/// once, and carries `key`, as [`key_request`] read it from the request.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,

@@ -14,7 +14,7 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
-use crate::key::KeyBy;
+use crate::key::{target, KeyBy};
 use crate::replicas::Replicas;
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
@@ -91,7 +91,7 @@ impl<T> HedgeMiddleware<T> {
             methods: HedgedMethods::default(),
             classify: DefaultClassify::new(),
             replicas: None,
-            key_by: KeyBy::target(),
+            key_by: KeyBy::default(),
         }
     }
 }
@@ -227,7 +227,10 @@ where
         // goes alone, and no copy follows it.
         let may_hedge = self.policy.is_enabled() && self.policy.max_copies() > 1;
         // Read before a replica rewrites the URL: the key names the logical target.
-        let key = self.key_by.key(&self.policy, &request);
+        let policy = &self.policy;
+        let key = self.key_by.key(policy, &request, |request| {
+            policy.key_hash(&target(request.url()))
+        });
         let template = may_hedge.then(|| request.try_clone()).flatten();
         // Told to the race, not found out when a copy is due: a pushback on the only
         // copy then ends the call at once.

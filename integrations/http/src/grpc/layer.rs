@@ -111,7 +111,7 @@ impl<T> GrpcHedgeLayer<T> {
             entries: Arc::new([]),
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             out_of_scope: Arc::new(OutOfScope::default()),
-            key_by: KeyBy::default_key(),
+            key_by: KeyBy::default(),
         }
     }
 
