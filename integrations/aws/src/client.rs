@@ -223,11 +223,9 @@ where
             .map(|key_by| key_by.call_key(operation));
         // `None` for a call that may not hedge (the policy disabled, or one copy) and for a
         // body that cannot be replayed: the original goes alone, its body not copied.
-        let copies_allowed = self.policy.copies_allowed(usize::MAX);
-        let template = (copies_allowed > 1)
-            .then(|| request.try_clone())
-            .flatten();
-        let max_copies = if template.is_some() { copies_allowed } else { 1 };
+        let allowed = self.policy.copies_allowed(usize::MAX);
+        let template = (allowed > 1).then(|| request.try_clone()).flatten();
+        let max_copies = if template.is_some() { allowed } else { 1 };
         let connector = self.inner.clone();
         let mut original = Some(request);
         let hedge = (move |_: Attempt| {

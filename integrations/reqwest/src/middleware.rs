@@ -225,18 +225,16 @@ where
         // A call that may not hedge (the policy disabled, or one copy) sends its request
         // and extensions as it was given. `None` for a streaming body too: the original
         // goes alone, and no copy follows it.
-        let copies_allowed = self.policy.copies_allowed(usize::MAX);
+        let allowed = self.policy.copies_allowed(usize::MAX);
         // Read before a replica rewrites the URL: the key names the logical target.
         let policy = &self.policy;
         let key = self.key_by.key(policy, &request, |request| {
             policy.key_hash(&target(request.url()))
         });
-        let template = (copies_allowed > 1)
-            .then(|| request.try_clone())
-            .flatten();
+        let template = (allowed > 1).then(|| request.try_clone()).flatten();
         // Told to the race, not found out when a copy is due: a pushback on the only
         // copy then ends the call at once.
-        let max_copies = if template.is_some() { copies_allowed } else { 1 };
+        let max_copies = if template.is_some() { allowed } else { 1 };
         let mut original = Some(request);
         let mut caller_extensions = match template.is_some() {
             true => extensions.clone(),
