@@ -155,26 +155,29 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::pin::pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use hedging::timer::Timer;
-use hedging::{Attempt, Hedgeable, Policy, Verdict};
+use hedging::{Hedgeable, Policy};
 use object_store::path::Path;
 use object_store::{
-    coalesce_ranges, CopyOptions, Error, GetOptions, GetResult, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload,
-    PutResult, RenameOptions, Result, OBJECT_STORE_COALESCE_DEFAULT,
+    coalesce_ranges, CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta,
+    ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    RenameOptions, Result, OBJECT_STORE_COALESCE_DEFAULT,
 };
 
 use crate::read_ahead::{Body, ReadAhead};
 use crate::resume::{Resuming, Source};
+use crate::verdict::verdict;
 
 mod key;
 mod read_ahead;
 mod resume;
+mod verdict;
 
 pub use crate::key::{ReadKey, SizeClass};
 
@@ -324,15 +327,13 @@ where
     /// The body of `read`, its `first` chunk delivered, the `rest` resumed (by races
     /// keyed by `key`) when it stalls; as it came if the answer names no version to
     /// resume from.
-    #[allow(clippy::too_many_arguments)] // one private call site; a struct would only rename them
     fn resuming(
         &self,
         location: &Path,
         options: GetOptions,
         key: K::Key,
         read: &ReadAhead,
-        first: Bytes,
-        rest: BoxStream<'static, Result<Bytes>>,
+        (first, rest): (Bytes, BoxStream<'static, Result<Bytes>>),
         copies_left: usize,
     ) -> BoxStream<'static, Result<Bytes>> {
         // A weak ETag names no bytes (RFC 9110 §8.8.1): as `If-Match` it always fails.
@@ -360,33 +361,6 @@ where
         let body = Resuming::new(source, policy, rest, range, delivered, copies_left);
         stream::once(async move { Ok(first) }).chain(body).boxed()
     }
-}
-
-/// The verdict on one copy of a read: errors another copy would repeat are fatal.
-pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
-    match result {
-        Ok(_) => Verdict::Win,
-        Err(error) if is_fatal(error) => Verdict::Fatal,
-        Err(_) => Verdict::Retry,
-    }
-}
-
-/// Whether `error` says the request itself cannot succeed, so another copy would fail
-/// the same way.
-pub(crate) fn is_fatal(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::NotFound { .. }
-            | Error::Precondition { .. }
-            | Error::NotModified { .. }
-            | Error::PermissionDenied { .. }
-            | Error::Unauthenticated { .. }
-            | Error::InvalidPath { .. }
-            | Error::NotSupported { .. }
-            | Error::NotImplemented { .. }
-            | Error::UnknownConfigurationKey { .. }
-            | Error::AlreadyExists { .. }
-    )
 }
 
 #[async_trait]
@@ -423,9 +397,7 @@ where
         // Hashed only if the read makes its race, on a policy with keys.
         let key = self.key.key(location, &options);
         let inner = &self.inner;
-        let mut copies_started = 0;
-        let mut read = (|attempt: Attempt| {
-            copies_started = attempt.index() + 1;
+        let call = (|| {
             let options = options.clone();
             async move {
                 let result = inner.get_opts(location, options).await?;
@@ -434,12 +406,17 @@ where
         })
         .hedged(&self.policy)
         .classify(verdict)
-        .key(&key)
-        .await?;
+        .key(&key);
+        // Pinned here, so that the call can say how many copies it started once it won.
+        let (mut read, copies_started) = {
+            let mut call = pin!(call);
+            let read = call.as_mut().await?;
+            (read, call.copies_started())
+        };
         let stream = match read.take_body() {
             Body::Started { first, rest } if self.resume_stalls => {
                 let copies_left = self.policy.max_copies().saturating_sub(copies_started);
-                self.resuming(location, options, key, &read, first, rest, copies_left)
+                self.resuming(location, options, key, &read, (first, rest), copies_left)
             }
             body => ReadAhead::replayed(body),
         };

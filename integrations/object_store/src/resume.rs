@@ -5,8 +5,7 @@
 use std::future::Future;
 use std::hash::Hash;
 use std::ops::Range;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -19,8 +18,8 @@ use hedging::{Hedgeable, Policy};
 use object_store::path::Path;
 use object_store::{Error, GetOptions, GetRange, ObjectStore, Result};
 
-use crate::is_fatal;
 use crate::read_ahead::first_chunk;
+use crate::verdict::{is_fatal, verdict};
 
 /// How many times its mean wait per chunk so far a body may stay quiet before it stalls.
 pub(crate) const PACE_ALLOWANCE: u32 = 4;
@@ -109,8 +108,6 @@ pub(crate) struct Resuming<S, T: Timer, Q> {
     end: u64,
     /// Copies the read may still start: the policy's cap less every copy started so far.
     copies_left: usize,
-    /// The resumes the current race started, as its factory counts them.
-    started: Arc<AtomicUsize>,
     pace: Pace,
     /// The one sleep that times a quiet body, re-armed for each wait.
     watch: Option<Pin<Box<T::Sleep>>>,
@@ -118,7 +115,8 @@ pub(crate) struct Resuming<S, T: Timer, Q> {
 
 enum State {
     Body(Body),
-    Racing(BoxFuture<'static, Next>),
+    /// A resume race: its winner, and how many resumes it started.
+    Racing(BoxFuture<'static, (Next, usize)>),
     Done,
 }
 
@@ -165,7 +163,6 @@ where
             offset: range.start.saturating_add(delivered),
             end: range.end,
             copies_left,
-            started: Arc::new(AtomicUsize::new(0)),
             pace: Pace::default(),
             watch: None,
         }
@@ -241,26 +238,29 @@ where
     /// schedule, budget and cap decide when a resume starts; a failed original starts
     /// one at once.
     fn race(&mut self, original: BoxFuture<'static, Next>) {
-        let started = Arc::new(AtomicUsize::new(0));
-        self.started = Arc::clone(&started);
         let (source, range) = (Arc::clone(&self.source), self.offset..self.end);
         let mut original = Some(original);
         let copies = move || -> BoxFuture<'static, Next> {
             match original.take() {
                 Some(original) => original,
-                None => {
-                    started.fetch_add(1, Relaxed);
-                    Arc::clone(&source).read(range.clone()).boxed()
-                }
+                None => Arc::clone(&source).read(range.clone()).boxed(),
             }
         };
         let race = copies
             .hedged(self.policy.clone())
             .max_copies(self.copies_left.saturating_add(1))
-            .classify(crate::verdict);
-        // The race borrows the key from the source it holds, as long as it runs.
+            .classify(verdict);
+        // The race borrows the key from the source it holds, as long as it runs; once it
+        // ends it says how many copies it started, the stalled body (its original) one.
         let keyed = Arc::clone(&self.source);
-        self.state = State::Racing(async move { race.key(&keyed.key).await }.boxed());
+        self.state = State::Racing(
+            async move {
+                let mut race = pin!(race.key(&keyed.key));
+                let won = race.as_mut().await;
+                (won, race.copies_started().saturating_sub(1))
+            }
+            .boxed(),
+        );
     }
 }
 
@@ -279,8 +279,7 @@ where
             match &mut this.state {
                 State::Done => return Poll::Ready(None),
                 State::Racing(race) => {
-                    let won = ready!(race.as_mut().poll(cx));
-                    let resumes = this.started.load(Relaxed);
+                    let (won, resumes) = ready!(race.as_mut().poll(cx));
                     this.copies_left = this.copies_left.saturating_sub(resumes);
                     match won {
                         Ok((Some(chunk), body)) => {
