@@ -31,6 +31,7 @@ pub mod object;
 mod pace;
 mod probe;
 pub mod report;
+mod serde_feature;
 #[cfg(feature = "s3")]
 pub mod s3;
 mod server;
