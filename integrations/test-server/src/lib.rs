@@ -31,9 +31,9 @@ pub mod object;
 mod pace;
 mod probe;
 pub mod report;
-mod serde_feature;
 #[cfg(feature = "s3")]
 pub mod s3;
+mod serde_feature;
 mod server;
 mod virtual_clock;
 
