@@ -85,6 +85,14 @@ pub async fn learn(clock: &VirtualClock, via: &impl SendGet, server: &Server, la
     }
 }
 
+/// Ten latencies of [`FAST`] from `fast`, then ten of [`SLOW`] from `slow`, and a
+/// quarter window for the estimates to turn.
+async fn learn_both(clock: &VirtualClock, via: &impl SendGet, fast: &Server, slow: &Server) {
+    learn(clock, via, fast, FAST).await;
+    learn(clock, via, slow, SLOW).await;
+    clock.advance(QUARTER);
+}
+
 /// Sends a GET to `server` whose original is held, and returns the delay its hedge was
 /// armed at, then lets that delay pass: the hedge answers.
 pub async fn hedged_after(clock: &VirtualClock, via: &impl SendGet, server: &Server) -> Duration {
@@ -117,9 +125,7 @@ pub async fn two_hosts_learn_two_delays(
     let (fast, slow) = hosts(clock).await;
     assert_eq!(delay_for(policy, &fast), Some(FIXED), "no latency yet");
 
-    learn(clock, via, &fast, FAST).await;
-    learn(clock, via, &slow, SLOW).await;
-    clock.advance(QUARTER);
+    learn_both(clock, via, &fast, &slow).await;
 
     let (fast_delay, slow_delay) = (delay_for(policy, &fast), delay_for(policy, &slow));
     assert!(
@@ -147,9 +153,7 @@ pub async fn key_by_replaces_the_target(
     via: &impl SendGet,
 ) {
     let (fast, slow) = hosts(clock).await;
-    learn(clock, via, &fast, FAST).await;
-    learn(clock, via, &slow, SLOW).await;
-    clock.advance(QUARTER);
+    learn_both(clock, via, &fast, &slow).await;
 
     let shared = policy.delay_for("every host").unwrap();
     assert!(
@@ -170,9 +174,7 @@ pub async fn one_delay_without_keys(
     via: &impl SendGet,
 ) {
     let (fast, slow) = hosts(clock).await;
-    learn(clock, via, &fast, FAST).await;
-    learn(clock, via, &slow, SLOW).await;
-    clock.advance(QUARTER);
+    learn_both(clock, via, &fast, &slow).await;
 
     let one = policy.delay();
     assert!(
