@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
@@ -111,30 +110,24 @@ impl<T, K> HttpHedgeLayer<T, K> {
         }
     }
 
-    /// Keys each call by what `key` makes of its request's head, replacing the default
-    /// key, the request's target `(scheme, authority)` (see [Keys](Self#keys)). Called
-    /// for every call the layer hedges; its key is hashed only on a policy with keys.
-    ///
-    /// ```
-    /// # use hedging::{timer::ManualTimer, Policy};
-    /// # use hedging_http::HttpHedgeLayer;
-    /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
-    /// // One delay per host and first path segment: `/search` is slower than `/items`.
-    /// let layer = HttpHedgeLayer::new(policy).key_by(|head: &http::request::Parts| {
-    ///     let segment = head.uri.path().split('/').nth(1).unwrap_or("").to_owned();
-    ///     (head.uri.host().unwrap_or("").to_owned(), segment)
-    /// });
-    /// # let _ = layer;
-    /// ```
-    pub fn key_by<Q, F>(mut self, key: F) -> Self
-    where
-        Q: Hash,
-        F: Fn(&http::request::Parts) -> Q + Send + Sync + 'static,
-        T: 'static,
-    {
-        self.key_by = KeyBy::custom(key);
-        self
-    }
+    crate::accessors::define_layer_settings!(
+        key_by,
+        /// Keys each call by what `key` makes of its request's head, replacing the default
+        /// key, the request's target `(scheme, authority)` (see [Keys](Self#keys)). Called
+        /// for every call the layer hedges; its key is hashed only on a policy with keys.
+        ///
+        /// ```
+        /// # use hedging::{timer::ManualTimer, Policy};
+        /// # use hedging_http::HttpHedgeLayer;
+        /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
+        /// // One delay per host and first path segment: `/search` is slower than `/items`.
+        /// let layer = HttpHedgeLayer::new(policy).key_by(|head: &http::request::Parts| {
+        ///     let segment = head.uri.path().split('/').nth(1).unwrap_or("").to_owned();
+        ///     (head.uri.host().unwrap_or("").to_owned(), segment)
+        /// });
+        /// # let _ = layer;
+        /// ```
+    );
 
     crate::accessors::define_layer_settings!();
 }
