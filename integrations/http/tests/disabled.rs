@@ -3,24 +3,23 @@
 //! was given, as without the layer (its body not read, the request not copied), and is
 //! still one of the policy's `calls`, not `out_of_scope`.
 
-use std::future::Future;
-use std::pin::Pin;
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use hedging::timer::ManualTimer;
 use hedging::{Policy, Stats};
 use hedging_http::grpc::GrpcHedgeLayer;
-use hedging_http::{HttpHedgeLayer, ReplayBody};
-use hedging_test_server::http::{client, full, scripted, RequestBody};
+use hedging_http::HttpHedgeLayer;
+use hedging_test_server::http::{full, scripted, RequestBody};
 use hedging_test_server::{Server, VirtualClock};
 use http::{Method, StatusCode};
-use http_body_util::BodyExt;
-use tower::{Layer, Service, ServiceExt};
+use tower::Layer;
 
-type Response = http::Response<hyper::body::Incoming>;
+use common::{recording_client, send, Replayable};
 
 const HEDGE_DELAY: Duration = Duration::from_millis(20);
 
@@ -34,28 +33,6 @@ async fn disabled() -> (VirtualClock, Server, Policy<ManualTimer>) {
     (clock, server, policy)
 }
 
-/// Whether each request the client was handed had a body the layer had read for replay.
-type Replayable = Arc<Mutex<Vec<bool>>>;
-
-/// A client that records in `replayable` what each request's body was.
-fn recording_client(
-    replayable: &Replayable,
-) -> impl Service<
-    http::Request<ReplayBody<RequestBody>>,
-    Response = Response,
-    Error = impl std::fmt::Debug,
-    Future = impl Send,
-> + Clone
-       + Send
-       + 'static {
-    let client = client::<ReplayBody<RequestBody>>();
-    let log = Arc::clone(replayable);
-    tower::service_fn(move |request: http::Request<ReplayBody<RequestBody>>| {
-        log.lock().unwrap().push(request.body().is_replayable());
-        client.clone().oneshot(request)
-    })
-}
-
 /// A request extension that counts its clones: a request copied is one more.
 #[derive(Debug)]
 struct CountsClones(Arc<AtomicUsize>);
@@ -65,26 +42,6 @@ impl Clone for CountsClones {
         self.0.fetch_add(1, SeqCst);
         CountsClones(Arc::clone(&self.0))
     }
-}
-
-/// Sends `request` through `service` on a task of its own; its status and body.
-fn send<S>(
-    service: S,
-    request: http::Request<RequestBody>,
-) -> tokio::task::JoinHandle<(StatusCode, Bytes)>
-where
-    S: Service<http::Request<RequestBody>, Response = Response> + Send + 'static,
-    S::Error: std::fmt::Debug,
-    S::Future: Send + 'static,
-{
-    // Boxed outside the task: its `Send` is proven here, where the types are known.
-    let response: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(service.oneshot(request));
-    tokio::spawn(async move {
-        let response = response.await.unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, body)
-    })
 }
 
 /// A request to `path` whose copies the server holds until released, echoing its body,
