@@ -21,6 +21,7 @@
 
 mod answer;
 pub mod bench;
+pub mod counts;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod http;

@@ -1,0 +1,48 @@
+//! What the integrations' scope and switch tests count: the stats a call sent once or a
+//! request out of scope leaves, and an extension that counts its clones.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+use hedging::Stats;
+
+/// What a call sent once and answered counts: one call, one win, nothing else.
+pub fn one_call() -> Stats {
+    Stats {
+        calls: 1,
+        wins: 1,
+        ..Stats::default()
+    }
+}
+
+/// What `requests` requests out of a layer's scope count: that, and no call.
+pub fn out_of_scope(requests: u64) -> Stats {
+    Stats {
+        out_of_scope: requests,
+        ..Stats::default()
+    }
+}
+
+/// A request extension that counts its clones: a request (or its extensions) copied is
+/// one more.
+#[derive(Debug, Default)]
+pub struct CountsClones(Arc<AtomicUsize>);
+
+impl CountsClones {
+    /// How many times this extension, or a clone of it, was cloned.
+    pub fn clones(&self) -> usize {
+        self.0.load(SeqCst)
+    }
+
+    /// A handle on the same count, to put in a request.
+    pub fn handle(&self) -> CountsClones {
+        CountsClones(Arc::clone(&self.0))
+    }
+}
+
+impl Clone for CountsClones {
+    fn clone(&self) -> Self {
+        self.0.fetch_add(1, SeqCst);
+        self.handle()
+    }
+}
