@@ -10,8 +10,8 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use hedging::Stats;
 use hedging_http::{HttpHedgeLayer, NoHedge};
+use hedging_test_server::counts::{one_call, out_of_scope};
 use hedging_test_server::http::{client, full, scripted};
 use hedging_test_server::{Server, VirtualClock};
 use http::{Method, StatusCode};
@@ -62,11 +62,7 @@ async fn a_post_is_out_of_scope_not_a_call() {
         "its body was not read"
     );
     assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
-    let out_of_scope = Stats {
-        out_of_scope: 1,
-        ..Stats::default()
-    };
-    assert_eq!(policy.stats(), out_of_scope, "out of scope, not a call");
+    assert_eq!(policy.stats(), out_of_scope(1), "out of scope, not a call");
 }
 
 #[tokio::test]
@@ -108,14 +104,9 @@ async fn an_unreplayable_body_is_a_call_sent_once() {
     let expected = (StatusCode::OK, Bytes::from("streamed in three parts"));
     assert_eq!(call.await.unwrap(), expected, "every byte");
     assert_eq!(bodies(&server, "/upload"), ["streamed in three parts"]);
-    let one_call = Stats {
-        calls: 1,
-        wins: 1,
-        ..Stats::default()
-    };
     assert_eq!(
         policy.stats(),
-        one_call,
+        one_call(),
         "a call, sent once, not out of scope"
     );
 }
