@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use hedging::Stats;
+use hedging::timer::ManualTimer;
+use hedging::{Policy, Stats};
+
+use crate::{Server, VirtualClock};
 
 /// What a call sent once and answered counts: one call, one win, nothing else.
 pub fn one_call() -> Stats {
@@ -45,4 +48,25 @@ impl Clone for CountsClones {
         self.0.fetch_add(1, SeqCst);
         self.handle()
     }
+}
+
+/// Asserts that the request to `path` on `server` passed the layer by, out of its scope:
+/// its original answered with `body`, it was sent once, no timer was made, and `policy`
+/// counted it out of scope, not as a call.
+pub fn assert_passed_by(
+    clock: &VirtualClock,
+    server: &Server,
+    policy: &Policy<ManualTimer>,
+    path: &str,
+    body: &[u8],
+) {
+    assert_eq!(
+        body,
+        format!("copy 0 of {path}").as_bytes(),
+        "the original answered"
+    );
+    assert_eq!(server.arrivals(path).len(), 1);
+    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
+    let stats = policy.stats();
+    assert_eq!((stats.out_of_scope, stats.calls), (1, 0));
 }
