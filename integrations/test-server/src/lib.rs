@@ -31,6 +31,7 @@ mod log;
 pub mod object;
 mod pace;
 mod probe;
+pub mod replicas;
 pub mod report;
 #[cfg(feature = "s3")]
 pub mod s3;
