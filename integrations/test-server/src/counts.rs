@@ -70,3 +70,18 @@ pub fn assert_passed_by(
     let stats = policy.stats();
     assert_eq!((stats.out_of_scope, stats.calls), (1, 0));
 }
+
+/// Asserts that `policy` counted one call, won by its one hedge, and nothing out of scope.
+pub fn assert_one_hedge_won<T>(policy: &Policy<T>) {
+    let stats = policy.stats();
+    assert_eq!(
+        (
+            stats.calls,
+            stats.hedges,
+            stats.hedge_wins,
+            stats.out_of_scope
+        ),
+        (1, 1, 1, 0),
+        "one call, won by its hedge"
+    );
+}
