@@ -12,7 +12,7 @@ use bytes::Bytes;
 use hedging::timer::ManualTimer;
 use hedging_aws::HedgedHttpClient;
 use hedging_test_server::counts::assert_one_hedge_won;
-use hedging_test_server::s3::{first_held, object, S3};
+use hedging_test_server::s3::{assert_the_loser_was_closed, first_held, object, S3};
 use hedging_test_server::{Behavior, VirtualClock, NEVER};
 use http::Method;
 
@@ -123,16 +123,7 @@ async fn the_losers_connection_is_closed() {
     assert_eq!(answered(read).await, object());
 
     let proxy = &s3.proxy;
-    proxy.until_dropped(1).await;
-    proxy.until_closed(1).await;
-    assert_eq!(proxy.dropped(), 1, "the held original, dropped unanswered");
-    assert_eq!(proxy.answered(), 1, "the hedge, answered by the S3 server");
-    assert_eq!(
-        proxy.closed_connections(),
-        1,
-        "the loser's connection, closed"
-    );
-    assert_eq!(proxy.connections(), 2, "the original's and the hedge's");
+    assert_the_loser_was_closed(proxy).await;
 }
 
 #[tokio::test]

@@ -85,3 +85,14 @@ pub fn assert_one_hedge_won<T>(policy: &Policy<T>) {
         "one call, won by its hedge"
     );
 }
+
+/// Asserts that `requests` requests passed the layer by, out of its scope: no race ran,
+/// no timer was made, and `policy` counted them out of scope, not as calls.
+pub fn assert_only_out_of_scope(clock: &VirtualClock, policy: &Policy<ManualTimer>, requests: u64) {
+    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
+    assert_eq!(
+        policy.stats(),
+        out_of_scope(requests),
+        "out of scope, not calls"
+    );
+}

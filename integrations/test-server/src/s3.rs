@@ -195,3 +195,19 @@ async fn forward(
         }
     }
 }
+
+/// Waits until `proxy` saw the loser of a hedged read dropped and its connection closed,
+/// and asserts it: the held original dropped unanswered, the hedge answered, two
+/// connections, the loser's closed.
+pub async fn assert_the_loser_was_closed(proxy: &Server) {
+    proxy.until_dropped(1).await;
+    proxy.until_closed(1).await;
+    assert_eq!(proxy.dropped(), 1, "the held original, dropped unanswered");
+    assert_eq!(proxy.answered(), 1, "the hedge, answered by the S3 server");
+    assert_eq!(
+        proxy.closed_connections(),
+        1,
+        "the loser's connection, closed"
+    );
+    assert_eq!(proxy.connections(), 2, "the original's and the hedge's");
+}
