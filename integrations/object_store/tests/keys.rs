@@ -156,6 +156,20 @@ async fn held_small_read<K: ReadKey>(
     (read, started)
 }
 
+/// A server of the tables `fast` and `slow`, and a store over it with `keys` keys whose
+/// policy learnt small reads of `fast` and large reads of `slow`, a quarter window ago.
+async fn two_classes_learnt(clock: &VirtualClock, keys: usize) -> (Server, Store<SizeClass>) {
+    let server = server(clock, &["fast", "slow"]).await;
+    let store = Arc::new(HedgedStore::new(
+        store(&server.url("/")).unwrap(),
+        policy(clock, keys),
+    ));
+    train(clock, &server, &store, "fast", SMALL, FAST).await;
+    train(clock, &server, &store, "slow", LARGE, SLOW).await;
+    next_quarter(clock);
+    (server, store)
+}
+
 /// Reads bytes `SMALL` of `path` through `store`, its original held, and asserts that its
 /// hedge is due `delay` after it started and goes out then: what the read answered.
 async fn assert_hedged_at<K: ReadKey>(
@@ -245,14 +259,7 @@ async fn two_size_classes_of_different_speed_learn_two_delays() {
 #[tokio::test]
 async fn the_fast_size_class_hedges_at_its_own_delay() {
     let clock = VirtualClock::new();
-    let server = server(&clock, &["fast", "slow"]).await;
-    let store = Arc::new(HedgedStore::new(
-        store(&server.url("/")).unwrap(),
-        policy(&clock, 8),
-    ));
-    train(&clock, &server, &store, "fast", SMALL, FAST).await;
-    train(&clock, &server, &store, "slow", LARGE, SLOW).await;
-    next_quarter(&clock);
+    let (server, store) = two_classes_learnt(&clock, 8).await;
     let policy = store.policy();
     // The mixed estimate is the slow class's p95; the small reads have their own.
     assert_near(policy.delay(), SLOW);
@@ -299,14 +306,7 @@ async fn key_by_replaces_the_size_class() {
 #[tokio::test]
 async fn a_policy_without_keys_gives_every_size_class_the_one_delay() {
     let clock = VirtualClock::new();
-    let server = server(&clock, &["fast", "slow"]).await;
-    let store = Arc::new(HedgedStore::new(
-        store(&server.url("/")).unwrap(),
-        policy(&clock, 0),
-    ));
-    train(&clock, &server, &store, "fast", SMALL, FAST).await;
-    train(&clock, &server, &store, "slow", LARGE, SLOW).await;
-    next_quarter(&clock);
+    let (server, store) = two_classes_learnt(&clock, 0).await;
 
     let policy = store.policy();
     assert_near(policy.delay(), SLOW);
