@@ -96,3 +96,18 @@ pub fn assert_only_out_of_scope(clock: &VirtualClock, policy: &Policy<ManualTime
         "out of scope, not calls"
     );
 }
+
+/// Asserts that `policy` counted one call, hedged once, beside `out_of_scope` requests it
+/// passed by: hedges per call are the call's alone.
+pub fn assert_one_hedged_call_beside(policy: &Policy<ManualTimer>, out_of_scope: u64) {
+    let stats = policy.stats();
+    assert_eq!(
+        (stats.calls, stats.hedges, stats.out_of_scope),
+        (1, 1, out_of_scope)
+    );
+    assert_eq!(
+        stats.hedges as f64 / stats.calls as f64,
+        1.0,
+        "the GET hedged"
+    );
+}
