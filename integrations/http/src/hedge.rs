@@ -20,7 +20,7 @@ use tower_service::Service;
 use hedging_http_rules::HedgedMethods;
 
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
-use crate::grpc::GrpcThroughHttp;
+use crate::grpc_through_http::GrpcThroughHttp;
 use crate::key::{key_request, target, KeyBy};
 use crate::verdict::DefaultVerdict;
 
