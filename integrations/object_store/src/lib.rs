@@ -74,7 +74,7 @@
 //! from yielded; each copy holds at most the one chunk it is yielding.
 //!
 //! - An object that changed meanwhile ends the read with
-//!   [`Error::Precondition`], never with bytes of two
+//!   [`Error::Precondition`](object_store::Error::Precondition), never with bytes of two
 //!   versions: the store refuses the `If-Match`, or, where a store ignores it, the
 //!   resume's ETag or version differs from the first answer's.
 //! - A read's copies, the first answer's and every resume, stay within the policy's
