@@ -133,6 +133,26 @@ impl<F: Factory, P: AsPolicy> Hedge<F, P> {
 crate::call_methods::call_methods!(Hedge, Factory, "each finished copy");
 
 impl<F: Factory, P: AsPolicy, C, D, K> Hedge<F, P, C, D, K> {
+    /// How many copies the call has started, the original included: 0 before its first
+    /// poll, and after it returned, every copy it started. For a caller that goes on with
+    /// the call's work within the copies the call left (a read resuming its stalled body
+    /// from where the winner stopped): await the call pinned in place, then ask.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use hedging::{Hedgeable, Policy};
+    /// # futures::executor::block_on(async {
+    /// let policy = Policy::builder().max_copies(3).build();
+    /// let mut call = pin!((|| async { Ok::<_, ()>("row") }).hedged(&policy));
+    /// assert_eq!(call.copies_started(), 0);
+    /// assert_eq!(call.as_mut().await, Ok("row"));
+    /// assert_eq!(call.copies_started(), 1); // the original answered: no hedge
+    /// # });
+    /// ```
+    pub fn copies_started(&self) -> usize {
+        self.call.state.launched()
+    }
+
     /// The policy the call runs under.
     #[cfg(feature = "tower")]
     pub(crate) fn policy(&self) -> &crate::Policy<P::Timer> {

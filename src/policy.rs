@@ -99,6 +99,31 @@ impl<T> Policy<T> {
         self.settings.max_copies
     }
 
+    /// May a call that begins now hedge, and with how many copies? The most copies it may
+    /// start, the original included, when the call itself takes at most `cap` (`usize::MAX`
+    /// for no cap of its own; `0` counts as 1): the fewer of `cap` and
+    /// [`max_copies`](Self::max_copies), or 1 while the policy is
+    /// [disabled](Self::set_enabled). Above 1, the call may hedge.
+    ///
+    /// The one answer every layer asks before it prepares a request: a call of one copy
+    /// sends its request as it was given (no body buffered for replay, nothing cloned),
+    /// and is still one of the policy's `calls`. The race asks the same when it is made.
+    /// A call's [`hedge_probability`](crate::PolicyBuilder::hedge_probability) roll is
+    /// the call's own, taken when it starts, and not part of this answer.
+    ///
+    /// ```
+    /// use hedging::Policy;
+    /// let policy = Policy::builder().max_copies(3).build();
+    /// assert_eq!(policy.copies_allowed(usize::MAX), 3);
+    /// assert_eq!(policy.copies_allowed(2), 2); // a request its layer copies once at most
+    /// policy.set_enabled(false);
+    /// assert_eq!(policy.copies_allowed(usize::MAX), 1); // send it as it is
+    /// ```
+    #[inline]
+    pub fn copies_allowed(&self, cap: usize) -> usize {
+        self.settings.copies_allowed(cap.max(1))
+    }
+
     /// The delay before the first hedge as it stands now: the fixed
     /// [`delay`](crate::PolicyBuilder::delay), or the current
     /// [`adaptive_delay`](crate::PolicyBuilder::adaptive_delay). `None` in the
@@ -404,6 +429,16 @@ impl<T> Settings<T> {
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
         self.enabled.load(Relaxed)
+    }
+
+    /// The most copies a call capped at `cap` (at least 1) may start now: see
+    /// [`Policy::copies_allowed`].
+    #[inline]
+    pub(crate) fn copies_allowed(&self, cap: usize) -> usize {
+        match self.is_enabled() {
+            true => cap.min(self.max_copies),
+            false => 1,
+        }
     }
 
     /// Asks the budget, if any, for one copy beyond the first; `Ok(true)` when the copy

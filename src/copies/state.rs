@@ -226,10 +226,7 @@ impl<C, S, T, E> State<C, S, T, E> {
             // The policy's switch is read here, once per call, where its race is made (a
             // call answered at once never reads it): a disabled policy races one copy.
             // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
-            let max_copies = match settings.is_enabled() {
-                true => usize::from(cap).min(settings.max_copies) as u8,
-                false => 1,
-            };
+            let max_copies = settings.copies_allowed(usize::from(cap)) as u8;
             Racing {
                 race: Race::new(max_copies, key),
                 hedges: ColdTaken(None),

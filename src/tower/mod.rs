@@ -46,7 +46,8 @@
 //!
 //! A call may hedge when, as it is made, its policy is enabled
 //! ([`Policy::set_enabled`]) and both its policy's `max_copies` and the layer's
-//! [`max_copies`](HedgeLayer::max_copies) are above 1. Any other call sends the request
+//! [`max_copies`](HedgeLayer::max_copies) are above 1: the layer asks
+//! [`Policy::copies_allowed`] with its own cap. Any other call sends the request
 //! it was given, as it was given: nothing is copied and no service is cloned; it is still
 //! one of the policy's `calls`. [`HedgeLayer::call_with`] tells middleware that turns its
 //! request into the inner service's (an HTTP layer buffering a body for replay) which
@@ -257,7 +258,7 @@ impl<T, R, K> HedgeLayer<T, R, K> {
         T: Timer,
         R: CloneRequest<Req>,
     {
-        let max_copies = self.copies_allowed();
+        let max_copies = self.policy.copies_allowed(self.max_copies);
         let request = prepare(request, max_copies > 1);
         let first = (max_copies > 1)
             .then(|| {
@@ -288,16 +289,6 @@ impl<T, R, K> HedgeLayer<T, R, K> {
         let hedge = Hedge::new(copies, self.policy).with_key(KeyHash::NONE);
         ResponseFuture {
             hedge: hedge.with_classify(self.classify).max_copies(max_copies),
-        }
-    }
-
-    /// The most copies a call made now may send: the one place that decides whether a
-    /// call may hedge (see [Which calls may hedge](self#which-calls-may-hedge)).
-    #[inline]
-    fn copies_allowed(&self) -> usize {
-        match self.policy.is_enabled() {
-            true => self.policy.max_copies().min(self.max_copies),
-            false => 1,
         }
     }
 

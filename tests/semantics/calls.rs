@@ -40,6 +40,19 @@ fn nothing_runs_after_the_hedge_is_dropped() {
     assert_eq!(backend.started(), 2);
 }
 
+#[test]
+fn a_call_says_how_many_copies_it_started() {
+    let timer = ManualTimer::new();
+    let backend = Backend::new(&timer, [Step::ok(50, 0), Step::ok(5, 1), Step::ok(5, 2)]);
+    let policy = policy(&timer, 3, 10);
+    let mut call = Driver::new(backend.factory().hedged(&policy));
+    assert_eq!(call.future.copies_started(), 0);
+    assert_eq!(call.run(&timer), Ok(1));
+    // The original and the hedge that won; the third copy was never due.
+    assert_eq!(call.future.copies_started(), 2);
+    assert_eq!(backend.started(), 2);
+}
+
 // --- Hedge probability ---------------------------------------------------------------
 
 fn hedges_over(calls: u32, probability: f64) -> u64 {

@@ -12,7 +12,6 @@ mod common;
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_s3::primitives::ByteStream;
 use hedging_aws::hedging::{timer::TokioTimer, Policy};
 use hedging_aws::HedgedHttpClient;
@@ -64,11 +63,7 @@ fn main() {
     let plain_dynamodb = common::plain_dynamodb(&dynamodb.origin());
     let hedged_dynamodb = common::hedged_dynamodb(&dynamodb.origin(), never_due());
     let get_item = |client: &aws_sdk_dynamodb::Client| {
-        let get = client
-            .get_item()
-            .table_name("catalog")
-            .key("id", AttributeValue::S("item".into()))
-            .send();
+        let get = common::get_catalog_item(client).send();
         async move {
             get.await.unwrap();
         }

@@ -221,9 +221,11 @@ where
             .key_by
             .as_ref()
             .map(|key_by| key_by.call_key(operation));
-        // `None` for a body that cannot be replayed: the original goes alone.
-        let template = request.try_clone();
-        let max_copies = if template.is_some() { usize::MAX } else { 1 };
+        // `None` for a call that may not hedge (the policy disabled, or one copy) and for a
+        // body that cannot be replayed: the original goes alone, its body not copied.
+        let allowed = self.policy.copies_allowed(usize::MAX);
+        let template = (allowed > 1).then(|| request.try_clone()).flatten();
+        let max_copies = if template.is_some() { allowed } else { 1 };
         let connector = self.inner.clone();
         let mut original = Some(request);
         let hedge = (move |_: Attempt| {

@@ -162,12 +162,22 @@ async fn hedged_at(
     seen[1].at - seen[0].at
 }
 
+/// The two buckets, their originals held, and a hedged client over them on an adaptive
+/// policy, with keys or without.
+async fn two_buckets_hedged(
+    clock: &VirtualClock,
+    keys: bool,
+) -> (S3, Policy<ManualTimer>, HedgedHttpClient<ManualTimer>) {
+    let s3 = two_buckets(originals_held(), clock).await;
+    let policy = adaptive(clock, keys).build();
+    let client = HedgedHttpClient::new(http_client(), policy.clone());
+    (s3, policy, client)
+}
+
 #[tokio::test]
 async fn two_buckets_of_different_speed_learn_two_delays() {
     let clock = VirtualClock::new();
-    let s3 = two_buckets(originals_held(), &clock).await;
-    let policy = adaptive(&clock, true).build();
-    let client = HedgedHttpClient::new(http_client(), policy.clone());
+    let (s3, policy, client) = two_buckets_hedged(&clock, true).await;
     let sdk = hedged_s3(&s3.proxy.origin(), client);
 
     train(&sdk, &s3, &clock).await;
@@ -186,9 +196,7 @@ async fn two_buckets_of_different_speed_learn_two_delays() {
 #[tokio::test]
 async fn the_fast_bucket_hedges_at_its_own_delay() {
     let clock = VirtualClock::new();
-    let s3 = two_buckets(originals_held(), &clock).await;
-    let policy = adaptive(&clock, true).build();
-    let client = HedgedHttpClient::new(http_client(), policy.clone());
+    let (s3, policy, client) = two_buckets_hedged(&clock, true).await;
     let sdk = hedged_s3(&s3.proxy.origin(), client);
     train(&sdk, &s3, &clock).await;
     next_quarter(&clock);
@@ -208,11 +216,9 @@ async fn the_fast_bucket_hedges_at_its_own_delay() {
 #[tokio::test]
 async fn key_by_replaces_the_default_key() {
     let clock = VirtualClock::new();
-    let s3 = two_buckets(originals_held(), &clock).await;
-    let policy = adaptive(&clock, true).build();
+    let (s3, policy, client) = two_buckets_hedged(&clock, true).await;
     // One key for every read of an operation, whatever its bucket.
-    let client = HedgedHttpClient::new(http_client(), policy.clone())
-        .key_by(|operation: &Operation| operation.name().to_owned());
+    let client = client.key_by(|operation: &Operation| operation.name().to_owned());
     let sdk = hedged_s3(&s3.proxy.origin(), client);
 
     for index in 0..SAMPLES {
@@ -235,9 +241,7 @@ async fn key_by_replaces_the_default_key() {
 #[tokio::test]
 async fn a_policy_without_keys_hedges_every_bucket_at_its_one_delay() {
     let clock = VirtualClock::new();
-    let s3 = two_buckets(originals_held(), &clock).await;
-    let policy = adaptive(&clock, false).build();
-    let client = HedgedHttpClient::new(http_client(), policy.clone());
+    let (s3, policy, client) = two_buckets_hedged(&clock, false).await;
     let sdk = hedged_s3(&s3.proxy.origin(), client);
 
     train(&sdk, &s3, &clock).await;

@@ -5,15 +5,15 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
 use hedging::timer::ManualTimer;
 use hedging_aws::HedgedHttpClient;
-use hedging_test_server::s3::S3;
-use hedging_test_server::{Answer, Behavior, Hold, VirtualClock, NEVER};
+use hedging_test_server::counts::assert_one_hedge_won;
+use hedging_test_server::s3::{assert_the_loser_was_closed, first_held, object, S3};
+use hedging_test_server::{Behavior, VirtualClock, NEVER};
 use http::Method;
 
 use common::{answered, hedged_s3, http_client, plain_s3};
@@ -21,24 +21,6 @@ use common::{answered, hedged_s3, http_client, plain_s3};
 const DELAY: Duration = Duration::from_millis(20);
 const KEY: &str = "data/a.bin";
 const OBJECT: &str = "/hedging/data/a.bin";
-
-/// The first request of `method` to each object is held until released, or until its
-/// client drops it; every other request passes at once.
-fn first_held(method: Method) -> Behavior {
-    Arc::new(
-        move |arrival| match arrival.method == method && arrival.copy == 0 {
-            true => Answer::ok().hold(Hold::Released),
-            false => Answer::ok(),
-        },
-    )
-}
-
-fn object() -> Bytes {
-    (0..64 * 1024)
-        .map(|i| (i % 251) as u8)
-        .collect::<Vec<_>>()
-        .into()
-}
 
 /// An S3 server holding as `behavior` says, with the object at `KEY` put straight to the
 /// server (not through the proxy, whose counts start at zero).
@@ -56,6 +38,19 @@ async fn server_with_object(behavior: Behavior, clock: &VirtualClock) -> S3 {
     s3
 }
 
+/// A GetObject of `KEY` through `sdk` on a task of its own, its body read to the end.
+fn read_object(sdk: &aws_sdk_s3::Client) -> tokio::task::JoinHandle<Bytes> {
+    let get = sdk
+        .get_object()
+        .bucket(hedging_test_server::s3::BUCKET)
+        .key(KEY)
+        .send();
+    tokio::spawn(async move {
+        let answer = get.await.expect("an answer");
+        answer.body.collect().await.expect("the body").into_bytes()
+    })
+}
+
 fn hedged(clock: &VirtualClock) -> HedgedHttpClient<ManualTimer> {
     HedgedHttpClient::new(http_client(), clock.policy(2, DELAY))
 }
@@ -67,15 +62,7 @@ async fn a_stalled_get_object_is_rescued_by_a_hedge() {
     let client = hedged(&clock);
     let sdk = hedged_s3(&s3.proxy.origin(), client.clone());
 
-    let get = sdk
-        .get_object()
-        .bucket(hedging_test_server::s3::BUCKET)
-        .key(KEY)
-        .send();
-    let read = tokio::spawn(async move {
-        let answer = get.await.expect("an answer");
-        answer.body.collect().await.expect("the body").into_bytes()
-    });
+    let read = read_object(&sdk);
     clock.hedge(&s3.proxy, OBJECT, 1, DELAY).await;
 
     assert_eq!(answered(read).await, object(), "the hedge's body, whole");
@@ -94,16 +81,7 @@ async fn a_stalled_get_object_is_rescued_by_a_hedge() {
         signatures[0], signatures[1],
         "the hedge sent as signed, signature and all"
     );
-    let stats = client.policy().stats();
-    assert_eq!(
-        (
-            stats.calls,
-            stats.hedges,
-            stats.hedge_wins,
-            stats.out_of_scope
-        ),
-        (1, 1, 1, 0)
-    );
+    assert_one_hedge_won(client.policy());
 }
 
 #[tokio::test]
@@ -138,31 +116,14 @@ async fn the_losers_connection_is_closed() {
     let s3 = server_with_object(first_held(Method::GET), &clock).await;
     let sdk = hedged_s3(&s3.proxy.origin(), hedged(&clock));
 
-    let get = sdk
-        .get_object()
-        .bucket(hedging_test_server::s3::BUCKET)
-        .key(KEY)
-        .send();
     // The winner's body read to its end, so its connection goes back to the pool:
     // dropping an unread body would close that connection too.
-    let read = tokio::spawn(async move {
-        let answer = get.await.expect("an answer");
-        answer.body.collect().await.expect("the body").into_bytes()
-    });
+    let read = read_object(&sdk);
     clock.hedge(&s3.proxy, OBJECT, 1, DELAY).await;
     assert_eq!(answered(read).await, object());
 
     let proxy = &s3.proxy;
-    proxy.until_dropped(1).await;
-    proxy.until_closed(1).await;
-    assert_eq!(proxy.dropped(), 1, "the held original, dropped unanswered");
-    assert_eq!(proxy.answered(), 1, "the hedge, answered by the S3 server");
-    assert_eq!(
-        proxy.closed_connections(),
-        1,
-        "the loser's connection, closed"
-    );
-    assert_eq!(proxy.connections(), 2, "the original's and the hedge's");
+    assert_the_loser_was_closed(proxy).await;
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! The HTTP rules every hedging integration shares: which requests a layer hedges, what
 //! a response's status means, how long `Retry-After` holds the next copy, what a
-//! replica's address may be ([`origin`]), and how an object read's stalled body is
-//! resumed from its offset, of the same version ([`resume`]).
+//! replica's address may be ([`origin`]), how a call is keyed ([`KeyBy`]), and how an
+//! object read's stalled body is resumed from its offset, of the same version
+//! ([`resume`]).
 //!
 //! `hedging-http` (tower services, hyper-util, tonic) and `reqwest-hedging` build on
 //! these, so one request is judged the same way by both; `hedging-object-store` and
@@ -79,12 +80,14 @@
 /// they are always the version this crate was built with.
 pub use hedging;
 
+mod key;
 mod origin;
 pub mod resume;
 mod retry_after;
 mod scope;
 mod status;
 
+pub use crate::key::KeyBy;
 pub use crate::origin::{origin, origins, InvalidOrigin};
 pub use crate::retry_after::retry_after;
 pub use crate::scope::{HedgedMethods, NoHedge, DEFAULT_METHODS};

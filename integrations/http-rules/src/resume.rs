@@ -38,8 +38,7 @@
 use std::future::Future;
 use std::hash::Hash;
 use std::ops::Range;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -210,7 +209,6 @@ where
         offset,
         end: range.end,
         copies_left,
-        started: Arc::new(AtomicUsize::new(0)),
         pace: Pace::default(),
         watch: None,
     };
@@ -233,8 +231,6 @@ struct Resuming<S: Source, T: Timer> {
     end: u64,
     /// Copies the read may still start: the policy's cap less every copy started so far.
     copies_left: usize,
-    /// The resumes the current race started, as its factory counts them.
-    started: Arc<AtomicUsize>,
     pace: Pace,
     /// The one sleep that times a quiet body, re-armed for each wait.
     watch: Option<Pin<Box<T::Sleep>>>,
@@ -242,7 +238,8 @@ struct Resuming<S: Source, T: Timer> {
 
 enum State<E> {
     Body(Body<E>),
-    Racing(BoxFuture<'static, Next<E>>),
+    /// A race of the stalled body against resumes; it ends with the resumes it started.
+    Racing(BoxFuture<'static, (Next<E>, usize)>),
     Done,
 }
 
@@ -352,17 +349,12 @@ where
     /// schedule, budget and cap decide when a resume starts; a failed original starts
     /// one at once.
     fn race(&mut self, original: BoxFuture<'static, Next<S::Error>>) {
-        let started = Arc::new(AtomicUsize::new(0));
-        self.started = Arc::clone(&started);
         let (source, range) = (Arc::clone(&self.source), self.offset..self.end);
         let mut original = Some(original);
         let copies = move || -> BoxFuture<'static, Next<S::Error>> {
             match original.take() {
                 Some(original) => original,
-                None => {
-                    started.fetch_add(1, Relaxed);
-                    Arc::clone(&source).read(range.clone())
-                }
+                None => Arc::clone(&source).read(range.clone()),
             }
         };
         let race = copies
@@ -371,7 +363,16 @@ where
             .classify(verdict::<S>);
         // The race borrows the key from the source it holds, as long as it runs.
         let keyed = Arc::clone(&self.source);
-        self.state = State::Racing(async move { race.key(keyed.key()).await }.boxed());
+        // Pinned here, so that the call can say how many copies it started once it ended:
+        // all but its first (the stalled body) were resumes.
+        self.state = State::Racing(
+            async move {
+                let mut race = pin!(race.key(keyed.key()));
+                let won = race.as_mut().await;
+                (won, race.copies_started().saturating_sub(1))
+            }
+            .boxed(),
+        );
     }
 }
 
@@ -392,8 +393,7 @@ where
             match &mut this.state {
                 State::Done => return Poll::Ready(None),
                 State::Racing(race) => {
-                    let won = ready!(race.as_mut().poll(cx));
-                    let resumes = this.started.load(Relaxed);
+                    let (won, resumes) = ready!(race.as_mut().poll(cx));
                     this.copies_left = this.copies_left.saturating_sub(resumes);
                     match won {
                         Ok((Some(chunk), body)) => {

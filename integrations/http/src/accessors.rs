@@ -32,8 +32,22 @@ macro_rules! define_inner_service_accessors {
 }
 
 /// `max_replay_bytes` and `policy`, inside the `impl` of a layer with the fields
-/// `policy: Policy<T>` and `max_replay_bytes: usize`; `(max_replay_bytes)` for that alone.
+/// `policy: Policy<T>` and `max_replay_bytes: usize`; `(max_replay_bytes)` for that alone;
+/// `(key_by, docs)` for the layer's `key_by`, with its own docs, on a `key_by: KeyBy<T>`
+/// field.
 macro_rules! define_layer_settings {
+    (key_by, $(#[$doc:meta])*) => {
+        $(#[$doc])*
+        pub fn key_by<Q, F>(mut self, key: F) -> Self
+        where
+            Q: std::hash::Hash,
+            F: Fn(&http::request::Parts) -> Q + Send + Sync + 'static,
+            T: 'static,
+        {
+            self.key_by = crate::key::KeyBy::custom(key);
+            self
+        }
+    };
     (max_replay_bytes) => {
         /// The largest request body buffered for replay (for gRPC, the framed request
         /// messages); a larger one is sent once, unhedged. Default 64 KiB.

@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
@@ -21,8 +20,8 @@ use tower_service::Service;
 use hedging_http_rules::HedgedMethods;
 
 use crate::body::{ReplayBody, DEFAULT_MAX_REPLAY_BYTES};
-use crate::grpc::GrpcThroughHttp;
-use crate::key::{target, KeyBy};
+use crate::grpc_through_http::GrpcThroughHttp;
+use crate::key::{key_request, target, KeyBy};
 use crate::verdict::DefaultVerdict;
 
 /// A [`Layer`] that hedges HTTP requests by one [`Policy`]: [`HttpHedge`] around the
@@ -82,7 +81,7 @@ impl<T> HttpHedgeLayer<T> {
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             classify: DefaultVerdict,
             grpc: GrpcThroughHttp::default(),
-            key_by: KeyBy::default_key(),
+            key_by: KeyBy::default(),
         }
     }
 }
@@ -111,30 +110,24 @@ impl<T, K> HttpHedgeLayer<T, K> {
         }
     }
 
-    /// Keys each call by what `key` makes of its request's head, replacing the default
-    /// key, the request's target `(scheme, authority)` (see [Keys](Self#keys)). Called
-    /// for every call the layer hedges; its key is hashed only on a policy with keys.
-    ///
-    /// ```
-    /// # use hedging::{timer::ManualTimer, Policy};
-    /// # use hedging_http::HttpHedgeLayer;
-    /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
-    /// // One delay per host and first path segment: `/search` is slower than `/items`.
-    /// let layer = HttpHedgeLayer::new(policy).key_by(|head: &http::request::Parts| {
-    ///     let segment = head.uri.path().split('/').nth(1).unwrap_or("").to_owned();
-    ///     (head.uri.host().unwrap_or("").to_owned(), segment)
-    /// });
-    /// # let _ = layer;
-    /// ```
-    pub fn key_by<Q, F>(mut self, key: F) -> Self
-    where
-        Q: Hash,
-        F: Fn(&http::request::Parts) -> Q + Send + Sync + 'static,
-        T: 'static,
-    {
-        self.key_by = KeyBy::custom(key);
-        self
-    }
+    crate::accessors::define_layer_settings!(
+        key_by,
+        /// Keys each call by what `key` makes of its request's head, replacing the default
+        /// key, the request's target `(scheme, authority)` (see [Keys](Self#keys)). Called
+        /// for every call the layer hedges; its key is hashed only on a policy with keys.
+        ///
+        /// ```
+        /// # use hedging::{timer::ManualTimer, Policy};
+        /// # use hedging_http::HttpHedgeLayer;
+        /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
+        /// // One delay per host and first path segment: `/search` is slower than `/items`.
+        /// let layer = HttpHedgeLayer::new(policy).key_by(|head: &http::request::Parts| {
+        ///     let segment = head.uri.path().split('/').nth(1).unwrap_or("").to_owned();
+        ///     (head.uri.host().unwrap_or("").to_owned(), segment)
+        /// });
+        /// # let _ = layer;
+        /// ```
+    );
 
     crate::accessors::define_layer_settings!();
 }
@@ -223,15 +216,15 @@ where
         };
         let max_replay_bytes = layer.max_replay_bytes;
         let policy = &layer.policy;
-        let (request, key) = layer
-            .key_by
-            .key(policy, request, |request| policy.key_hash(&target(request)));
+        let keyed = key_request(&layer.key_by, policy, request, |head| {
+            policy.key_hash(&target(head))
+        });
         start(
             &mut self.inner,
             policy,
             layer.classify.clone(),
             copies,
-            (request, key),
+            keyed,
             |request, may_hedge| replayable(request, may_hedge, max_replay_bytes),
         )
     }
@@ -264,7 +257,7 @@ pub(crate) struct Copies<Req> {
 /// when the call may hedge), and the core readies a clone of it for each hedge. The core
 /// decides whether the call may hedge and tells `prepare`, which makes the request sent
 /// (see [`replayable`]). The call is one of the policy's `calls`, even when it is sent
-/// once, and carries `key`, as [`KeyBy::key`] read it from the request.
+/// once, and carries `key`, as [`key_request`] read it from the request.
 pub(crate) fn start<S, B, T, K>(
     inner: &mut S,
     policy: &Policy<T>,

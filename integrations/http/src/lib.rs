@@ -156,6 +156,7 @@
 mod accessors;
 mod body;
 pub mod grpc;
+mod grpc_through_http;
 mod hedge;
 mod key;
 mod origin;

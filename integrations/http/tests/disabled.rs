@@ -3,24 +3,22 @@
 //! was given, as without the layer (its body not read, the request not copied), and is
 //! still one of the policy's `calls`, not `out_of_scope`.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
 use hedging::timer::ManualTimer;
-use hedging::{Policy, Stats};
+use hedging::Policy;
 use hedging_http::grpc::GrpcHedgeLayer;
-use hedging_http::{HttpHedgeLayer, ReplayBody};
-use hedging_test_server::http::{client, full, scripted, RequestBody};
+use hedging_http::HttpHedgeLayer;
+use hedging_test_server::http::{full, scripted, RequestBody};
 use hedging_test_server::{Server, VirtualClock};
 use http::{Method, StatusCode};
-use http_body_util::BodyExt;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
-type Response = http::Response<hyper::body::Incoming>;
+use common::{recording_client, send, Replayable, Response};
+use hedging_test_server::counts::{one_call, CountsClones};
 
 const HEDGE_DELAY: Duration = Duration::from_millis(20);
 
@@ -34,133 +32,56 @@ async fn disabled() -> (VirtualClock, Server, Policy<ManualTimer>) {
     (clock, server, policy)
 }
 
-/// Whether each request the client was handed had a body the layer had read for replay.
-type Replayable = Arc<Mutex<Vec<bool>>>;
-
-/// A client that records in `replayable` what each request's body was.
-fn recording_client(
+/// Sends a request to `path` through `hedged` (a disabled layer over a client recording
+/// in `replayable`), the server holding it until released and echoing its body, with an
+/// extension counting its clones; asserts it went as it was given, as one call.
+async fn assert_sent_as_given<S>(
+    (clock, server, policy): (VirtualClock, Server, Policy<ManualTimer>),
+    hedged: S,
     replayable: &Replayable,
-) -> impl Service<
-    http::Request<ReplayBody<RequestBody>>,
-    Response = Response,
-    Error = impl std::fmt::Debug,
-    Future = impl Send,
-> + Clone
-       + Send
-       + 'static {
-    let client = client::<ReplayBody<RequestBody>>();
-    let log = Arc::clone(replayable);
-    tower::service_fn(move |request: http::Request<ReplayBody<RequestBody>>| {
-        log.lock().unwrap().push(request.body().is_replayable());
-        client.clone().oneshot(request)
-    })
-}
-
-/// A request extension that counts its clones: a request copied is one more.
-#[derive(Debug)]
-struct CountsClones(Arc<AtomicUsize>);
-
-impl Clone for CountsClones {
-    fn clone(&self) -> Self {
-        self.0.fetch_add(1, SeqCst);
-        CountsClones(Arc::clone(&self.0))
-    }
-}
-
-/// Sends `request` through `service` on a task of its own; its status and body.
-fn send<S>(
-    service: S,
-    request: http::Request<RequestBody>,
-) -> tokio::task::JoinHandle<(StatusCode, Bytes)>
-where
+    (method, path): (Method, &str),
+) where
     S: Service<http::Request<RequestBody>, Response = Response> + Send + 'static,
     S::Error: std::fmt::Debug,
     S::Future: Send + 'static,
 {
-    // Boxed outside the task: its `Send` is proven here, where the types are known.
-    let response: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(service.oneshot(request));
-    tokio::spawn(async move {
-        let response = response.await.unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, body)
-    })
-}
-
-/// A request to `path` whose copies the server holds until released, echoing its body,
-/// with an extension counting its clones in `clones`.
-fn held_request(
-    server: &Server,
-    method: Method,
-    path: &str,
-    clones: &Arc<AtomicUsize>,
-) -> http::Request<RequestBody> {
+    let clones = CountsClones::default();
     let mut request = server.request(method, path, "hold;echo", full("the body"));
-    request
-        .extensions_mut()
-        .insert(CountsClones(Arc::clone(clones)));
-    request
-}
+    request.extensions_mut().insert(clones.handle());
+    let call = send(hedged, request);
+    clock.release(&server, path).await;
 
-/// What a call sent once and answered counts: one call, one win, nothing else.
-fn one_call() -> Stats {
-    Stats {
-        calls: 1,
-        wins: 1,
-        ..Stats::default()
-    }
+    assert_eq!(
+        call.await.unwrap(),
+        (StatusCode::OK, Bytes::from("the body"))
+    );
+    assert_eq!(server.arrivals(path).len(), 1, "sent once");
+    assert_eq!(
+        *replayable.lock().unwrap(),
+        [false],
+        "its body was handed on unread"
+    );
+    assert_eq!(clones.clones(), 0, "the request was not copied");
+    assert_eq!(clock.sleeps_created(), 0, "no timer");
+    assert_eq!(policy.stats(), one_call(), "a call, not out of scope");
 }
 
 #[tokio::test]
 async fn a_disabled_layer_sends_the_request_unbuffered_and_uncopied() {
     let (clock, server, policy) = disabled().await;
     let replayable = Replayable::default();
-    let clones = Arc::new(AtomicUsize::new(0));
     let hedged = HttpHedgeLayer::new(policy.clone()).layer(recording_client(&replayable));
-
-    let request = held_request(&server, Method::GET, "/disabled", &clones);
-    let call = send(hedged, request);
-    clock.release(&server, "/disabled").await;
-
-    assert_eq!(
-        call.await.unwrap(),
-        (StatusCode::OK, Bytes::from("the body"))
-    );
-    assert_eq!(server.arrivals("/disabled").len(), 1, "sent once");
-    assert_eq!(
-        *replayable.lock().unwrap(),
-        [false],
-        "its body was handed on unread"
-    );
-    assert_eq!(clones.load(SeqCst), 0, "the request was not copied");
-    assert_eq!(clock.sleeps_created(), 0, "no timer");
-    assert_eq!(policy.stats(), one_call(), "a call, not out of scope");
+    let call = (Method::GET, "/disabled");
+    assert_sent_as_given((clock, server, policy), hedged, &replayable, call).await;
 }
 
 #[tokio::test]
 async fn a_disabled_grpc_layer_sends_the_request_unbuffered_and_uncopied() {
     let (clock, server, policy) = disabled().await;
     let replayable = Replayable::default();
-    let clones = Arc::new(AtomicUsize::new(0));
     let hedged = GrpcHedgeLayer::new(policy.clone())
         .methods(["kv.Store"])
         .layer(recording_client(&replayable));
-
-    let request = held_request(&server, Method::POST, "/kv.Store/Get", &clones);
-    let call = send(hedged, request);
-    clock.release(&server, "/kv.Store/Get").await;
-
-    assert_eq!(
-        call.await.unwrap(),
-        (StatusCode::OK, Bytes::from("the body"))
-    );
-    assert_eq!(server.arrivals("/kv.Store/Get").len(), 1, "sent once");
-    assert_eq!(
-        *replayable.lock().unwrap(),
-        [false],
-        "its body was handed on unread"
-    );
-    assert_eq!(clones.load(SeqCst), 0, "the request was not copied");
-    assert_eq!(clock.sleeps_created(), 0, "no timer");
-    assert_eq!(policy.stats(), one_call(), "a call, not out of scope");
+    let call = (Method::POST, "/kv.Store/Get");
+    assert_sent_as_given((clock, server, policy), hedged, &replayable, call).await;
 }

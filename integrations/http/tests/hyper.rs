@@ -3,31 +3,25 @@
 //! order, on the policy's virtual clock, which moves only when a test advances it; no
 //! test waits for time, and one smoke test runs on the real clock.
 
-use std::future::Future;
-use std::pin::Pin;
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::channel::mpsc;
-use futures::SinkExt;
 use hedging_http::{HttpHedgeLayer, ReplayBody};
 use hedging_test_server::http::{client, full, scripted, RequestBody};
 use hedging_test_server::{overtakes_the_stall, real_clock, tokio_policy};
-use hedging_test_server::{Arrival, Error, Server, VirtualClock, HANG_GUARD, NEVER};
+use hedging_test_server::{Arrival, Server, VirtualClock, HANG_GUARD, NEVER};
 use http::{Method, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
 use hyper_util::client::legacy::connect::HttpConnector;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, ServiceExt};
+
+use common::{send, streaming, Response};
 
 /// A pooled HTTP/1 client taking the hedging layer's body.
 type Client = hyper_util::client::legacy::Client<HttpConnector, ReplayBody<RequestBody>>;
-type Response = http::Response<hyper::body::Incoming>;
-/// A call on a task of its own: its status and body.
-type Call = tokio::task::JoinHandle<(StatusCode, Bytes)>;
-
 const HEDGE_DELAY: Duration = Duration::from_millis(20);
 
 /// A virtual clock, a scripted server stamping arrivals with it, and a client.
@@ -35,23 +29,6 @@ async fn stack() -> (VirtualClock, Server, Client) {
     let clock = VirtualClock::new();
     let server = Server::http(scripted(), clock.clock()).await.unwrap();
     (clock, server, client())
-}
-
-/// Sends `request` through `service` on a task of its own.
-fn send<S>(service: S, request: http::Request<RequestBody>) -> Call
-where
-    S: Service<http::Request<RequestBody>, Response = Response> + Send + 'static,
-    S::Error: std::fmt::Debug,
-    S::Future: Send + 'static,
-{
-    // Boxed outside the task: its `Send` is proven here, where the types are known.
-    let response: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(service.oneshot(request));
-    tokio::spawn(async move {
-        let response = response.await.unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, body)
-    })
 }
 
 /// A GET of `path` with an empty body, answered as `script` says.
@@ -250,19 +227,6 @@ async fn a_connection_error_is_retried() {
         "no time passed: the failure started it"
     );
     assert_eq!(policy.stats().hedge_wins, 1);
-}
-
-/// A body still pending when the call is made: `chunks` arrive while the request is in
-/// flight, each after the runtime had a turn.
-fn streaming(chunks: &'static [&'static str]) -> RequestBody {
-    let (mut frames, receiver) = mpsc::channel::<Result<Frame<Bytes>, Error>>(4);
-    tokio::spawn(async move {
-        for chunk in chunks {
-            tokio::task::yield_now().await;
-            let _ = frames.send(Ok(Frame::data(Bytes::from(*chunk)))).await;
-        }
-    });
-    BodyExt::boxed(StreamBody::new(receiver))
 }
 
 #[tokio::test]

@@ -5,22 +5,30 @@
 //! skipped at once. Time is virtual; which copy reached which server is the servers' own
 //! log.
 
+mod common;
 mod grpc_scene;
 
 use std::time::Duration;
 
+use common::{send, Response};
 use grpc_scene::echo;
 use hedging::tower::Replicas;
 use hedging_http::grpc::GrpcHedgeLayer;
 use hedging_http::{HttpHedgeLayer, Origin};
 use hedging_test_server::grpc::{attempt, say, SAY};
 use hedging_test_server::http::{client, full, scripted, RequestBody};
-use hedging_test_server::{always, refusing_address, Answer, Hold, Server, VirtualClock};
+use hedging_test_server::replicas::{
+    self, behind_a_refusing_replica, holding_servers, seen_at, stalled_and_quick, GetReplicated,
+    DELAY,
+};
+use hedging_test_server::{refusing_address, Server, VirtualClock};
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use tower::{Layer, ServiceExt};
+use tokio::task::JoinHandle;
+use tower::{Layer, Service, ServiceExt};
 
-const HEDGE_DELAY: Duration = Duration::from_millis(20);
+/// The shared scenarios' delay.
+const HEDGE_DELAY: Duration = DELAY;
 
 /// A GET for `path` to a host no replica is; `Origin` sends it to its own.
 fn get(path: &str) -> Request<RequestBody> {
@@ -29,107 +37,55 @@ fn get(path: &str) -> Request<RequestBody> {
         .unwrap()
 }
 
-/// When each server saw `path`, on the virtual clock: one entry per copy it was sent.
-fn seen_at(servers: &[&Server], path: &str) -> Vec<Vec<Duration>> {
-    servers
-        .iter()
-        .map(|server| server.arrived_at(path))
-        .collect()
+/// The layer over `Origin::replicas`, as the shared scenarios send through it.
+struct Replicated<S>(S);
+
+impl<S> GetReplicated for Replicated<S>
+where
+    S: Service<Request<RequestBody>, Response = Response> + Clone + Send + 'static,
+    S::Error: std::fmt::Debug,
+    S::Future: Send + 'static,
+{
+    fn get(&self, path_and_query: &str) -> JoinHandle<(StatusCode, String)> {
+        let call = send(self.0.clone(), get(path_and_query));
+        tokio::spawn(async move {
+            let (status, body) = call.await.unwrap();
+            (status, String::from_utf8(body.to_vec()).unwrap())
+        })
+    }
 }
 
 #[tokio::test]
 async fn hyper_copy_k_reaches_origin_first_plus_k_and_the_next_call_starts_one_on() {
     let clock = VirtualClock::new();
-    let mut servers = Vec::new();
-    for _ in 0..3 {
-        let holding = always(Answer::ok().hold(Hold::Released));
-        servers.push(Server::http(holding, clock.clock()).await.unwrap());
-    }
+    let servers = holding_servers(&clock).await;
     let origins = servers.iter().map(|s| s.origin());
     let hedged = HttpHedgeLayer::new(clock.policy(3, HEDGE_DELAY))
         .layer(Origin::replicas(client(), origins).unwrap());
-
-    // Call 1 starts on server 0, call 2 on server 1; each is answered by its third copy.
-    for (call, path) in ["/first", "/second"].into_iter().enumerate() {
-        let order: Vec<&Server> = (0..3).map(|k| &servers[(call + k) % 3]).collect();
-        let response = tokio::spawn(hedged.clone().oneshot(get(path)));
-        clock.hedge(order[0], path, 1, HEDGE_DELAY).await;
-        clock.hedge(order[1], path, 1, HEDGE_DELAY).await;
-        order[2].until_arrived(path, 1).await;
-        order[2].release(path);
-        let response = response.await.unwrap().unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
-        response.into_body().collect().await.unwrap();
-
-        let start = clock.now() - 2 * HEDGE_DELAY;
-        let expected = vec![
-            vec![start],
-            vec![start + HEDGE_DELAY],
-            vec![start + 2 * HEDGE_DELAY],
-        ];
-        assert_eq!(
-            seen_at(&order, path),
-            expected,
-            "call {call}: copy k on server first + k"
-        );
-    }
+    replicas::copy_k_reaches_first_plus_k(&clock, &servers, &Replicated(hedged), "", |_, _| {})
+        .await;
 }
 
 #[tokio::test]
 async fn hyper_a_stalled_replica_is_rescued_by_the_next() {
     let clock = VirtualClock::new();
-    let stalled = Server::http(always(Answer::ok().hold(Hold::Released)), clock.clock())
-        .await
-        .unwrap();
-    let quick = Server::http(scripted(), clock.clock()).await.unwrap();
+    let (stalled, quick) = stalled_and_quick(&clock).await;
     let origins = [stalled.origin(), quick.origin()];
     let policy = clock.policy(2, HEDGE_DELAY);
     let hedged =
         HttpHedgeLayer::new(policy.clone()).layer(Origin::replicas(client(), origins).unwrap());
-
-    let response = tokio::spawn(hedged.oneshot(get("/item")));
-    clock.hedge(&stalled, "/item", 1, HEDGE_DELAY).await;
-    let response = response.await.unwrap().unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-
-    assert_eq!(
-        body, "copy 0 of /item",
-        "the only copy the quick replica saw"
-    );
-    assert_eq!(
-        seen_at(&[&stalled, &quick], "/item"),
-        [[Duration::ZERO], [HEDGE_DELAY]]
-    );
-    stalled.until_dropped(1).await;
-    assert_eq!(policy.stats().hedge_wins, 1);
+    let via = Replicated(hedged);
+    replicas::a_stalled_replica_is_rescued(&clock, (&stalled, &quick), &policy, &via).await;
 }
 
 #[tokio::test]
 async fn hyper_a_refusing_replica_is_skipped_at_once() {
     let clock = VirtualClock::new();
-    let quick = Server::http(scripted(), clock.clock()).await.unwrap();
-    let other = Server::http(scripted(), clock.clock()).await.unwrap();
-    let origins = [
-        format!("http://{}", refusing_address()),
-        quick.origin(),
-        other.origin(),
-    ];
+    let (quick, origins) = behind_a_refusing_replica(&clock).await;
     let policy = clock.policy(3, HEDGE_DELAY);
     let hedged =
         HttpHedgeLayer::new(policy.clone()).layer(Origin::replicas(client(), origins).unwrap());
-
-    // No time passes: the refused copy fails, and the next starts at once.
-    let response = hedged.oneshot(get("/item")).await.unwrap();
-
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(clock.now(), Duration::ZERO);
-    assert_eq!(
-        seen_at(&[&quick, &other], "/item"),
-        [vec![Duration::ZERO], vec![]]
-    );
-    let stats = policy.stats();
-    assert_eq!((stats.calls, stats.wins, stats.hedge_wins), (1, 1, 1));
+    replicas::a_refusing_replica_is_skipped(&clock, &quick, &policy, &Replicated(hedged)).await;
 }
 
 /// Three gRPC servers on one virtual clock, and a channel to each.

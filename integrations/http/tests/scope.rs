@@ -5,26 +5,21 @@
 //! its body not read, and is counted in `out_of_scope` instead. The rule is
 //! `hedging-http-rules`' "Which requests are counted".
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::channel::mpsc;
-use futures::SinkExt;
-use hedging::Stats;
-use hedging_http::{HttpHedgeLayer, NoHedge, ReplayBody};
-use hedging_test_server::http::{client, full, scripted, RequestBody};
-use hedging_test_server::{Error, Server, VirtualClock};
+use hedging_http::{HttpHedgeLayer, NoHedge};
+use hedging_test_server::counts::{
+    assert_one_hedged_call_beside, assert_only_out_of_scope, assert_passed_by, one_call,
+};
+use hedging_test_server::http::{client, full, scripted};
+use hedging_test_server::{Server, VirtualClock};
 use http::{Method, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
-use tower::{Layer, Service, ServiceExt};
+use tower::Layer;
 
-type Response = http::Response<hyper::body::Incoming>;
-/// A call on a task of its own: its status and body.
-type Call = tokio::task::JoinHandle<(StatusCode, Bytes)>;
+use common::{recording_client, send, streaming, Replayable};
 
 const HEDGE_DELAY: Duration = Duration::from_millis(20);
 
@@ -33,59 +28,6 @@ async fn server() -> (VirtualClock, Server) {
     let clock = VirtualClock::new();
     let server = Server::http(scripted(), clock.clock()).await.unwrap();
     (clock, server)
-}
-
-/// Whether each request a client was handed had a body that could be sent again: one
-/// the layer read whole has; one it left alone has not.
-type Replayable = Arc<Mutex<Vec<bool>>>;
-
-/// A client that records in `replayable` what each request's body was.
-fn recording_client(
-    replayable: &Replayable,
-) -> impl Service<
-    http::Request<ReplayBody<RequestBody>>,
-    Response = Response,
-    Error = impl std::fmt::Debug,
-    Future = impl Send,
-> + Clone
-       + Send
-       + 'static {
-    let client = client::<ReplayBody<RequestBody>>();
-    let log = Arc::clone(replayable);
-    tower::service_fn(move |request: http::Request<ReplayBody<RequestBody>>| {
-        log.lock().unwrap().push(request.body().is_replayable());
-        client.clone().oneshot(request)
-    })
-}
-
-/// Sends `request` through `service` on a task of its own.
-fn send<S>(service: S, request: http::Request<RequestBody>) -> Call
-where
-    S: Service<http::Request<RequestBody>, Response = Response> + Send + 'static,
-    S::Error: std::fmt::Debug,
-    S::Future: Send + 'static,
-{
-    // Boxed outside the task: its `Send` is proven here, where the types are known.
-    let response: Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(service.oneshot(request));
-    tokio::spawn(async move {
-        let response = response.await.unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, body)
-    })
-}
-
-/// A body still pending when the call is made: `chunks` arrive while the request is in
-/// flight, each after the runtime had a turn.
-fn streaming(chunks: &'static [&'static str]) -> RequestBody {
-    let (mut frames, receiver) = mpsc::channel::<Result<Frame<Bytes>, Error>>(4);
-    tokio::spawn(async move {
-        for chunk in chunks {
-            tokio::task::yield_now().await;
-            let _ = frames.send(Ok(Frame::data(Bytes::from(*chunk)))).await;
-        }
-    });
-    BodyExt::boxed(StreamBody::new(receiver))
 }
 
 fn bodies(server: &Server, path: &str) -> Vec<Bytes> {
@@ -121,12 +63,7 @@ async fn a_post_is_out_of_scope_not_a_call() {
         [false],
         "its body was not read"
     );
-    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
-    let out_of_scope = Stats {
-        out_of_scope: 1,
-        ..Stats::default()
-    };
-    assert_eq!(policy.stats(), out_of_scope, "out of scope, not a call");
+    assert_only_out_of_scope(&clock, &policy, 1);
 }
 
 #[tokio::test]
@@ -141,16 +78,13 @@ async fn a_no_hedge_request_is_out_of_scope() {
     let call = send(HttpHedgeLayer::new(policy.clone()).layer(client), request);
     clock.release(&server, "/once").await;
 
-    assert_eq!(call.await.unwrap().1, "copy 0 of /once");
-    assert_eq!(server.arrivals("/once").len(), 1);
+    let body = call.await.unwrap().1;
+    assert_passed_by(&clock, &server, &policy, "/once", &body);
     assert_eq!(
         *replayable.lock().unwrap(),
         [false],
         "its body was not read"
     );
-    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
-    let stats = policy.stats();
-    assert_eq!((stats.out_of_scope, stats.calls), (1, 0));
 }
 
 #[tokio::test]
@@ -168,14 +102,9 @@ async fn an_unreplayable_body_is_a_call_sent_once() {
     let expected = (StatusCode::OK, Bytes::from("streamed in three parts"));
     assert_eq!(call.await.unwrap(), expected, "every byte");
     assert_eq!(bodies(&server, "/upload"), ["streamed in three parts"]);
-    let one_call = Stats {
-        calls: 1,
-        wins: 1,
-        ..Stats::default()
-    };
     assert_eq!(
         policy.stats(),
-        one_call,
+        one_call(),
         "a call, sent once, not out of scope"
     );
 }
@@ -243,11 +172,5 @@ async fn hedges_per_call_leaves_out_of_scope_requests_out() {
         post.await.unwrap();
     }
 
-    let stats = policy.stats();
-    assert_eq!((stats.calls, stats.hedges, stats.out_of_scope), (1, 1, 3));
-    assert_eq!(
-        stats.hedges as f64 / stats.calls as f64,
-        1.0,
-        "the GET hedged"
-    );
+    assert_one_hedged_call_beside(&policy, 3);
 }

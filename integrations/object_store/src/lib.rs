@@ -155,13 +155,14 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::pin::pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use hedging::timer::Timer;
-use hedging::{Attempt, Hedgeable, Policy, Verdict};
+use hedging::{Hedgeable, Policy};
 use object_store::path::Path;
 use object_store::{
     coalesce_ranges, CopyOptions, Error, GetOptions, GetResult, ListResult, MultipartUpload,
@@ -173,10 +174,12 @@ use hedging_http_rules::resume::{self as rule, Body};
 
 use crate::read_ahead::ReadAhead;
 use crate::resume::Source;
+use crate::verdict::verdict;
 
 mod key;
 mod read_ahead;
 mod resume;
+mod verdict;
 
 pub use crate::key::{ReadKey, SizeClass};
 
@@ -356,33 +359,6 @@ where
     }
 }
 
-/// The verdict on one copy of a read: errors another copy would repeat are fatal.
-pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
-    match result {
-        Ok(_) => Verdict::Win,
-        Err(error) if is_fatal(error) => Verdict::Fatal,
-        Err(_) => Verdict::Retry,
-    }
-}
-
-/// Whether `error` says the request itself cannot succeed, so another copy would fail
-/// the same way.
-pub(crate) fn is_fatal(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::NotFound { .. }
-            | Error::Precondition { .. }
-            | Error::NotModified { .. }
-            | Error::PermissionDenied { .. }
-            | Error::Unauthenticated { .. }
-            | Error::InvalidPath { .. }
-            | Error::NotSupported { .. }
-            | Error::NotImplemented { .. }
-            | Error::UnknownConfigurationKey { .. }
-            | Error::AlreadyExists { .. }
-    )
-}
-
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
 impl<S, T, K> ObjectStore for HedgedStore<S, T, K>
@@ -417,9 +393,7 @@ where
         // Hashed only if the read makes its race, on a policy with keys.
         let key = self.key.key(location, &options);
         let inner = &self.inner;
-        let mut copies_started = 0;
-        let mut read = (|attempt: Attempt| {
-            copies_started = attempt.index() + 1;
+        let call = (|| {
             let options = options.clone();
             async move {
                 let result = inner.get_opts(location, options).await?;
@@ -428,8 +402,13 @@ where
         })
         .hedged(&self.policy)
         .classify(verdict)
-        .key(&key)
-        .await?;
+        .key(&key);
+        // Pinned here, so that the call can say how many copies it started once it won.
+        let (mut read, copies_started) = {
+            let mut call = pin!(call);
+            let read = call.as_mut().await?;
+            (read, call.copies_started())
+        };
         let stream = match read.take_body() {
             rule::ReadAhead::Started { first, rest } if self.resume_stalls => {
                 let copies_left = self.policy.max_copies().saturating_sub(copies_started);

@@ -10,7 +10,7 @@ use hedging_http_rules::resume::{first_chunk, Next};
 use object_store::path::Path;
 use object_store::{Error, GetOptions, GetRange, ObjectStore};
 
-use crate::is_fatal;
+use crate::verdict::is_fatal;
 
 /// What a resume reads: the object, the caller's options, and the version the first
 /// answer was; and the read's key, which every resume race carries.

@@ -1,24 +1,26 @@
 //! `HedgedStore` over `InMemory` behind a store that stalls the first read of each path,
 //! on tokio's paused clock: every hedge starts exactly at its delay.
 
+mod common;
+
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::future::BoxFuture;
+use futures::stream::{self, StreamExt};
+use futures::FutureExt;
 use hedging::timer::TokioTimer;
 use hedging::{Policy, Stats};
 use hedging_object_store::HedgedStore;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
-    ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
-};
+use object_store::{GetOptions, GetResult, GetResultPayload, ObjectStore, ObjectStoreExt, Result};
 use tokio::time::{sleep, Instant};
+
+use common::{OnRead, Wrapped};
 
 const DELAY: Duration = Duration::from_millis(10);
 const STALL: Duration = Duration::from_secs(1);
@@ -37,113 +39,87 @@ enum FirstRead {
 }
 
 /// An in-memory store whose first read of each path misbehaves; counts reads per path.
+type Flaky = Wrapped<InMemory, FlakyReads>;
+
+/// The reads of [`Flaky`].
 #[derive(Debug)]
-struct Flaky {
-    inner: InMemory,
+struct FlakyReads {
     first_read: FirstRead,
     reads: Mutex<HashMap<Path, usize>>,
 }
 
 impl Flaky {
     fn new(first_read: FirstRead) -> Self {
-        Flaky {
+        Wrapped {
             inner: InMemory::new(),
-            first_read,
-            reads: Mutex::new(HashMap::new()),
+            on_read: FlakyReads {
+                first_read,
+                reads: Mutex::new(HashMap::new()),
+            },
         }
     }
 
     fn reads_of(&self, path: &Path) -> usize {
-        self.reads.lock().unwrap().get(path).copied().unwrap_or(0)
+        let reads = self.on_read.reads.lock().unwrap();
+        reads.get(path).copied().unwrap_or(0)
     }
 }
 
-impl std::fmt::Display for Flaky {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Flaky({})", self.inner)
-    }
-}
+impl OnRead for FlakyReads {
+    const NAME: &'static str = "Flaky";
 
-#[async_trait]
-impl ObjectStore for Flaky {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+    fn read<'a, S: ObjectStore>(
+        &'a self,
+        inner: &'a S,
+        location: &'a Path,
+        options: GetOptions,
+    ) -> BoxFuture<'a, Result<GetResult>> {
         let first = {
             let mut reads = self.reads.lock().unwrap();
             let count = reads.entry(location.clone()).or_insert(0);
             *count += 1;
             *count == 1
         };
-        if !first {
-            return self.inner.get_opts(location, options).await;
-        }
-        match self.first_read {
-            FirstRead::StallsItsAnswer => {
-                sleep(STALL).await;
-                self.inner.get_opts(location, options).await
+        let first_read = if first {
+            self.first_read
+        } else {
+            FirstRead::Answers
+        };
+        async move {
+            match first_read {
+                FirstRead::StallsItsAnswer => {
+                    sleep(STALL).await;
+                    inner.get_opts(location, options).await
+                }
+                FirstRead::Fails => Err(object_store::Error::Generic {
+                    store: "Flaky",
+                    source: "connection reset".into(),
+                }),
+                FirstRead::Answers => inner.get_opts(location, options).await,
+                FirstRead::StallsItsBody => {
+                    let result = inner.get_opts(location, options).await?;
+                    let (meta, range) = (result.meta.clone(), result.range.clone());
+                    let (attributes, extensions) =
+                        (result.attributes.clone(), result.extensions.clone());
+                    let whole = result.bytes().await?;
+                    let half = whole.len() / 2;
+                    let (first, rest) = (whole.slice(..half), whole.slice(half..));
+                    let stalled =
+                        stream::once(async move { Ok(first) }).chain(stream::once(async move {
+                            sleep(STALL).await;
+                            Ok(rest)
+                        }));
+                    Ok(GetResult {
+                        payload: GetResultPayload::Stream(stalled.boxed()),
+                        meta,
+                        range,
+                        attributes,
+                        extensions,
+                    })
+                }
             }
-            FirstRead::Fails => Err(object_store::Error::Generic {
-                store: "Flaky",
-                source: "connection reset".into(),
-            }),
-            FirstRead::Answers => self.inner.get_opts(location, options).await,
-            FirstRead::StallsItsBody => {
-                let result = self.inner.get_opts(location, options).await?;
-                let (meta, range) = (result.meta.clone(), result.range.clone());
-                let (attributes, extensions) =
-                    (result.attributes.clone(), result.extensions.clone());
-                let whole = result.bytes().await?;
-                let half = whole.len() / 2;
-                let (first, rest) = (whole.slice(..half), whole.slice(half..));
-                let stalled =
-                    stream::once(async move { Ok(first) }).chain(stream::once(async move {
-                        sleep(STALL).await;
-                        Ok(rest)
-                    }));
-                Ok(GetResult {
-                    payload: GetResultPayload::Stream(stalled.boxed()),
-                    meta,
-                    range,
-                    attributes,
-                    extensions,
-                })
-            }
         }
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, options).await
+        .boxed()
     }
 }
 

@@ -156,6 +156,52 @@ async fn held_small_read<K: ReadKey>(
     (read, started)
 }
 
+/// A server of the tables `fast` and `slow`, and a store over it with `keys` keys whose
+/// policy learnt small reads of `fast` and large reads of `slow`, a quarter window ago.
+async fn two_classes_learnt(clock: &VirtualClock, keys: usize) -> (Server, Store<SizeClass>) {
+    let server = server(clock, &["fast", "slow"]).await;
+    let store = Arc::new(HedgedStore::new(
+        store(&server.url("/")).unwrap(),
+        policy(clock, keys),
+    ));
+    train(clock, &server, &store, "fast", SMALL, FAST).await;
+    train(clock, &server, &store, "slow", LARGE, SLOW).await;
+    next_quarter(clock);
+    (server, store)
+}
+
+/// Reads bytes `SMALL` of `path` through `store`, its original held, and asserts that its
+/// hedge is due `delay` after it started and goes out then: what the read answered.
+async fn assert_hedged_at<K: ReadKey>(
+    clock: &VirtualClock,
+    server: &Server,
+    store: &Store<K>,
+    path: &str,
+    delay: Duration,
+) {
+    let (read, started) = held_small_read(clock, server, store, path).await;
+    let key = format!("/{path}");
+    assert_eq!(
+        clock.timer().next_deadline(),
+        Some(started + delay),
+        "the hedge is due at the read's delay"
+    );
+    assert_eq!(
+        server.arrivals(&key).len(),
+        1,
+        "before it: the original alone"
+    );
+    clock.advance(delay);
+    let arrivals = server.until_arrived(&key, 2).await;
+    assert_eq!(
+        arrivals[1].at - started,
+        delay,
+        "the hedge went out at the delay"
+    );
+    assert_eq!(read.await.unwrap().unwrap(), object().slice(1_000..5_000));
+    assert_eq!(server.arrivals(&key).len(), 2, "the original and one hedge");
+}
+
 #[test]
 fn the_size_class_is_the_bytes_asked_for_rounded_up_to_a_power_of_two() {
     let range = |range: Range<u64>| GetOptions::new().with_range(Some(range));
@@ -213,41 +259,15 @@ async fn two_size_classes_of_different_speed_learn_two_delays() {
 #[tokio::test]
 async fn the_fast_size_class_hedges_at_its_own_delay() {
     let clock = VirtualClock::new();
-    let server = server(&clock, &["fast", "slow"]).await;
-    let store = Arc::new(HedgedStore::new(
-        store(&server.url("/")).unwrap(),
-        policy(&clock, 8),
-    ));
-    train(&clock, &server, &store, "fast", SMALL, FAST).await;
-    train(&clock, &server, &store, "slow", LARGE, SLOW).await;
-    next_quarter(&clock);
+    let (server, store) = two_classes_learnt(&clock, 8).await;
     let policy = store.policy();
     // The mixed estimate is the slow class's p95; the small reads have their own.
     assert_near(policy.delay(), SLOW);
     let fast = policy.delay_for(&SMALL_CLASS).unwrap();
     assert_near(Some(fast), FAST);
 
-    let (read, started) = held_small_read(&clock, &server, &store, "fast/15.bin").await;
-    let key = "/fast/15.bin";
-    assert_eq!(
-        clock.timer().next_deadline(),
-        Some(started + fast),
-        "the hedge is due at the small class's delay"
-    );
-    assert_eq!(
-        server.arrivals(key).len(),
-        1,
-        "before it: the original alone"
-    );
-    clock.advance(fast);
-    let arrivals = server.until_arrived(key, 2).await;
-    assert_eq!(
-        arrivals[1].at - started,
-        fast,
-        "the hedge went out at the fast delay"
-    );
-    assert_eq!(read.await.unwrap().unwrap(), object().slice(1_000..5_000));
-    assert_eq!(server.arrivals(key).len(), 2, "the original and one hedge");
+    // The hedge is due at the small class's delay.
+    assert_hedged_at(&clock, &server, &store, "fast/15.bin", fast).await;
     assert_eq!(policy.stats().hedge_wins, 1);
 }
 
@@ -280,25 +300,13 @@ async fn key_by_replaces_the_size_class() {
     // And the hot table's reads hedge at its own delay.
     next_quarter(&clock);
     let hot = policy.delay_for("hot").unwrap();
-    let (read, started) = held_small_read(&clock, &server, &store, "hot/15.bin").await;
-    assert_eq!(clock.timer().next_deadline(), Some(started + hot));
-    clock.advance(hot);
-    let arrivals = server.until_arrived("/hot/15.bin", 2).await;
-    assert_eq!(arrivals[1].at - started, hot);
-    assert_eq!(read.await.unwrap().unwrap(), object().slice(1_000..5_000));
+    assert_hedged_at(&clock, &server, &store, "hot/15.bin", hot).await;
 }
 
 #[tokio::test]
 async fn a_policy_without_keys_gives_every_size_class_the_one_delay() {
     let clock = VirtualClock::new();
-    let server = server(&clock, &["fast", "slow"]).await;
-    let store = Arc::new(HedgedStore::new(
-        store(&server.url("/")).unwrap(),
-        policy(&clock, 0),
-    ));
-    train(&clock, &server, &store, "fast", SMALL, FAST).await;
-    train(&clock, &server, &store, "slow", LARGE, SLOW).await;
-    next_quarter(&clock);
+    let (server, store) = two_classes_learnt(&clock, 0).await;
 
     let policy = store.policy();
     assert_near(policy.delay(), SLOW);
@@ -307,12 +315,7 @@ async fn a_policy_without_keys_gives_every_size_class_the_one_delay() {
 
     // A small read hedges at the mixed delay, the slow class's.
     let mixed = policy.delay().unwrap();
-    let (read, started) = held_small_read(&clock, &server, &store, "fast/15.bin").await;
-    assert_eq!(clock.timer().next_deadline(), Some(started + mixed));
-    clock.advance(mixed);
-    let arrivals = server.until_arrived("/fast/15.bin", 2).await;
-    assert_eq!(arrivals[1].at - started, mixed);
-    assert_eq!(read.await.unwrap().unwrap(), object().slice(1_000..5_000));
+    assert_hedged_at(&clock, &server, &store, "fast/15.bin", mixed).await;
 }
 
 /// Bytes of the object before its first answer's body stalls.

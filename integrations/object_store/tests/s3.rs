@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use hedging_object_store::HedgedStore;
 use hedging_test_server::s3::S3;
+use hedging_test_server::s3::{assert_the_loser_was_closed, first_held, object};
 use hedging_test_server::{until, Answer, Behavior, Hold, Pace, VirtualClock};
 use http::Method;
 use object_store::path::Path;
@@ -20,27 +21,12 @@ use object_store::{ObjectStoreExt, PutPayload};
 const DELAY: Duration = Duration::from_millis(20);
 const OBJECT: &str = "/hedging/data/a.bin";
 
-/// The first GET of each object is held until released, or until its client drops it.
-fn first_read_held() -> Behavior {
-    Arc::new(
-        |arrival| match arrival.method == Method::GET && arrival.copy == 0 {
-            true => Answer::ok().hold(Hold::Released),
-            false => Answer::ok(),
-        },
-    )
-}
-
-fn object() -> Bytes {
-    (0..64 * 1024)
-        .map(|i| (i % 251) as u8)
-        .collect::<Vec<_>>()
-        .into()
-}
-
 #[tokio::test]
 async fn an_amazon_s3_loser_closes_its_connection_and_the_server_sees_it() {
     let clock = VirtualClock::new();
-    let s3 = S3::start(first_read_held(), clock.clock()).await.unwrap();
+    let s3 = S3::start(first_held(Method::GET), clock.clock())
+        .await
+        .unwrap();
     let location = Path::from("data/a.bin");
     let direct = s3.direct_store().unwrap();
     direct
@@ -70,16 +56,7 @@ async fn an_amazon_s3_loser_closes_its_connection_and_the_server_sees_it() {
             .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
         "each copy signed with SigV4"
     );
-    proxy.until_dropped(1).await;
-    proxy.until_closed(1).await;
-    assert_eq!(proxy.dropped(), 1, "the held original, dropped unanswered");
-    assert_eq!(proxy.answered(), 1, "the hedge, answered by the S3 server");
-    assert_eq!(
-        proxy.closed_connections(),
-        1,
-        "the loser's connection, closed"
-    );
-    assert_eq!(proxy.connections(), 2, "the original's and the hedge's");
+    assert_the_loser_was_closed(proxy).await;
     assert_eq!(store.policy().stats().hedge_wins, 1);
 }
 

@@ -109,6 +109,7 @@ use opendal::raw::{Layer, Servicer};
 mod key;
 mod reader;
 mod service;
+mod settings;
 
 pub use crate::key::{Call, CallKey, SizeClass};
 pub use crate::reader::HedgedReader;
@@ -226,7 +227,7 @@ where
     K: CallKey,
 {
     fn apply_service(&self, inner: Servicer) -> Servicer {
-        let settings = service::Settings {
+        let settings = settings::Settings {
             policy: self.policy.clone(),
             key: Arc::clone(&self.key),
             buffer_limit: self.buffer_limit,

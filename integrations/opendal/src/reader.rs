@@ -19,7 +19,7 @@ use opendal::{Buffer, BytesRange, Error, ErrorKind, Metadata, OperationContext, 
 use sync_wrapper::SyncWrapper;
 
 use crate::key::{Call, CallKey};
-use crate::service::{is_fatal, verdict, Settings};
+use crate::settings::{is_fatal, verdict, Settings};
 
 /// The reader of one `read` of a [`HedgedService`](crate::HedgedService): each byte range
 /// it opens is a hedged call; made by the service, named here so it can be named.

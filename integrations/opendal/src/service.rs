@@ -6,23 +6,16 @@ use std::fmt;
 use std::sync::Arc;
 
 use hedging::timer::Timer;
-use hedging::{Hedgeable, Policy, Verdict};
+use hedging::{Hedgeable, Policy};
 use opendal::raw::{
     oio, OpCompose, OpCopy, OpCreateDir, OpList, OpPresign, OpRead, OpRename, OpRestore, OpStat,
     OpWrite, RpCreateDir, RpPresign, RpRename, RpRestore, RpStat, Service, ServiceInfo, Servicer,
 };
-use opendal::{Capability, Error, ErrorKind, OperationContext, Result};
+use opendal::{Capability, OperationContext, Result};
 
 use crate::key::{Call, CallKey};
 use crate::reader::HedgedReader;
-
-/// What a service and its readers hedge by: the policy, the key, and the read settings.
-pub(crate) struct Settings<T, K> {
-    pub(crate) policy: Policy<T>,
-    pub(crate) key: Arc<K>,
-    pub(crate) buffer_limit: u64,
-    pub(crate) resume_stalls: bool,
-}
+use crate::settings::{verdict, Settings};
 
 /// The operator's service with its `stat` and `read` hedged; made by
 /// [`HedgeLayer`](crate::HedgeLayer), named here so it can be named, never built by hand.
@@ -50,35 +43,6 @@ impl<T: fmt::Debug, K> fmt::Debug for HedgedService<T, K> {
             .field("policy", &self.settings.policy)
             .finish_non_exhaustive()
     }
-}
-
-/// The verdict on one copy of a call: errors another copy would repeat are fatal.
-pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
-    match result {
-        Ok(_) => Verdict::Win,
-        Err(error) if is_fatal(error) => Verdict::Fatal,
-        Err(_) => Verdict::Retry,
-    }
-}
-
-/// Whether `error` says the call itself cannot succeed, so another copy would fail the
-/// same way: a missing object, a refused condition or range, no permission, a request
-/// the service cannot do. Anything else (`Unexpected`: a transport error, a 5xx, a
-/// broken body; `RateLimited`) fails that copy only.
-pub(crate) fn is_fatal(error: &Error) -> bool {
-    matches!(
-        error.kind(),
-        ErrorKind::NotFound
-            | ErrorKind::ConditionNotMatch
-            | ErrorKind::RangeNotSatisfied
-            | ErrorKind::PermissionDenied
-            | ErrorKind::IsADirectory
-            | ErrorKind::NotADirectory
-            | ErrorKind::Unsupported
-            | ErrorKind::ConfigInvalid
-            | ErrorKind::AlreadyExists
-            | ErrorKind::IsSameFile
-    )
 }
 
 impl<T, K> Service for HedgedService<T, K>

@@ -14,7 +14,7 @@ use reqwest::{Method, Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{ClassifyResponse, DefaultClassify};
-use crate::key::KeyBy;
+use crate::key::{target, KeyBy};
 use crate::replicas::Replicas;
 
 /// Hedges the requests of a `reqwest_middleware` client by a [`Policy`]: when a request
@@ -91,7 +91,7 @@ impl<T> HedgeMiddleware<T> {
             methods: HedgedMethods::default(),
             classify: DefaultClassify::new(),
             replicas: None,
-            key_by: KeyBy::target(),
+            key_by: KeyBy::default(),
         }
     }
 }
@@ -225,13 +225,16 @@ where
         // A call that may not hedge (the policy disabled, or one copy) sends its request
         // and extensions as it was given. `None` for a streaming body too: the original
         // goes alone, and no copy follows it.
-        let may_hedge = self.policy.is_enabled() && self.policy.max_copies() > 1;
+        let allowed = self.policy.copies_allowed(usize::MAX);
         // Read before a replica rewrites the URL: the key names the logical target.
-        let key = self.key_by.key(&self.policy, &request);
-        let template = may_hedge.then(|| request.try_clone()).flatten();
+        let policy = &self.policy;
+        let key = self.key_by.key(policy, &request, |request| {
+            policy.key_hash(&target(request.url()))
+        });
+        let template = (allowed > 1).then(|| request.try_clone()).flatten();
         // Told to the race, not found out when a copy is due: a pushback on the only
         // copy then ends the call at once.
-        let max_copies = if template.is_some() { usize::MAX } else { 1 };
+        let max_copies = if template.is_some() { allowed } else { 1 };
         let mut original = Some(request);
         let mut caller_extensions = match template.is_some() {
             true => extensions.clone(),

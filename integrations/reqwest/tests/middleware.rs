@@ -96,6 +96,20 @@ async fn answered_by_the_hedge(
     arrivals[1].at - arrivals[0].at
 }
 
+/// Sends a GET of `path` answered as `script` says (a 503 with a `Retry-After`, then a
+/// 200): the call, and how long the race holds its next copy, once it holds it.
+async fn pushed_back(
+    clock: &VirtualClock,
+    server: &Server,
+    client: &ClientWithMiddleware,
+    path: &str,
+    script: &str,
+) -> (JoinHandle<reqwest_middleware::Result<Response>>, Duration) {
+    let call = send(client.get(server.url(path)).header(SCRIPT, script));
+    let wait = clock.held_for(DELAY).await;
+    (call, wait)
+}
+
 #[tokio::test]
 async fn a_get_returns_in_about_the_hedge_delay() {
     let (clock, server, policy, client) = setup().await;
@@ -205,11 +219,8 @@ async fn methods_replace_the_default_list() {
 async fn retry_after_holds_the_next_copy() {
     let (clock, server, policy, client) = setup().await;
 
-    let request = client
-        .get(server.url("/unavailable/pushback"))
-        .header(SCRIPT, "status=503;retry-after=1 | ok");
-    let call = send(request);
-    let wait = clock.held_for(DELAY).await;
+    let script = "status=503;retry-after=1 | ok";
+    let (call, wait) = pushed_back(&clock, &server, &client, "/unavailable/pushback", script).await;
     assert_eq!(wait, Duration::from_secs(1));
     clock.advance(wait - Duration::from_millis(1));
     assert_eq!(server.requests(), 1, "held for the Retry-After");
@@ -230,11 +241,8 @@ async fn retry_after_as_an_http_date_holds_the_next_copy() {
     let patient = reqwest_hedging::DefaultClassify::new().max_retry_after(Duration::from_secs(5));
     let client = client(HedgeMiddleware::new(clock.policy(2, DELAY)).classify(patient));
     let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3));
-    let request = client
-        .get(server.url("/unavailable/date"))
-        .header(SCRIPT, format!("status=503;retry-after={date} | ok"));
-    let call = send(request);
-    let wait = clock.held_for(DELAY).await;
+    let script = format!("status=503;retry-after={date} | ok");
+    let (call, wait) = pushed_back(&clock, &server, &client, "/unavailable/date", &script).await;
     clock.advance(wait);
     let gap = answered_by_the_hedge(call, &server, "/unavailable/date").await;
     assert!(

@@ -3,17 +3,17 @@
 //! per call; a stalled replica is rescued by the next; a refusing one is skipped at once.
 //! Time is virtual; which copy reached which server is the servers' own log.
 
-use std::time::Duration;
-
 use hedging_test_server::http::scripted;
-use hedging_test_server::{always, refusing_address, Answer, Hold, Server, VirtualClock};
+use hedging_test_server::replicas::{
+    self, behind_a_refusing_replica, holding_servers, stalled_and_quick, GetReplicated, DELAY,
+};
+use hedging_test_server::{Server, VirtualClock};
 use reqwest::StatusCode;
 use reqwest_hedging::hedging::timer::ManualTimer;
 use reqwest_hedging::hedging::Policy;
 use reqwest_hedging::HedgeMiddleware;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-
-const DELAY: Duration = Duration::from_millis(20);
+use tokio::task::JoinHandle;
 
 fn client(
     policy: Policy<ManualTimer>,
@@ -25,105 +25,56 @@ fn client(
         .build()
 }
 
-/// When each server saw `path`, on the virtual clock: one entry per copy it was sent.
-fn seen_at(servers: &[&Server], path: &str) -> Vec<Vec<Duration>> {
-    servers
-        .iter()
-        .map(|server| server.arrived_at(path))
-        .collect()
-}
+/// The middleware's client, as the shared scenarios send through it: to
+/// `catalog.internal`, the host its replicas stand for.
+struct Catalog(ClientWithMiddleware);
 
-async fn holding_servers(clock: &VirtualClock) -> Vec<Server> {
-    let mut servers = Vec::new();
-    for _ in 0..3 {
-        let holding = always(Answer::ok().hold(Hold::Released));
-        servers.push(Server::http(holding, clock.clock()).await.unwrap());
+impl GetReplicated for Catalog {
+    fn get(&self, path_and_query: &str) -> JoinHandle<(StatusCode, String)> {
+        let get = self
+            .0
+            .get(format!("http://catalog.internal{path_and_query}"));
+        tokio::spawn(async move {
+            let response = get.send().await.unwrap();
+            (response.status(), response.text().await.unwrap())
+        })
     }
-    servers
 }
 
 #[tokio::test]
 async fn copy_k_reaches_base_first_plus_k_keeping_path_and_query_and_the_next_call_starts_one_on() {
     let clock = VirtualClock::new();
     let servers = holding_servers(&clock).await;
-    let client = client(clock.policy(3, DELAY), servers.iter().map(|s| s.origin()));
-
-    for (call, path) in ["/first", "/second"].into_iter().enumerate() {
-        let order: Vec<&Server> = (0..3).map(|k| &servers[(call + k) % 3]).collect();
-        let get = client.get(format!("http://catalog.internal{path}?page=2"));
-        let response = tokio::spawn(get.send());
-        clock.hedge(order[0], path, 1, DELAY).await;
-        clock.hedge(order[1], path, 1, DELAY).await;
-        order[2].until_arrived(path, 1).await;
-        order[2].release(path);
-        assert_eq!(response.await.unwrap().unwrap().status(), StatusCode::OK);
-
-        let start = clock.now() - 2 * DELAY;
-        let expected = vec![vec![start], vec![start + DELAY], vec![start + 2 * DELAY]];
-        assert_eq!(
-            seen_at(&order, path),
-            expected,
-            "call {call}: copy k on base first + k"
-        );
-        for server in &order {
+    let catalog = Catalog(client(
+        clock.policy(3, DELAY),
+        servers.iter().map(|s| s.origin()),
+    ));
+    let each_on_its_base = |order: &[&Server], path: &str| {
+        for server in order {
             let arrival = &server.arrivals(path)[0];
             assert_eq!(arrival.header("host"), Some(&*server.addr.to_string()));
         }
-    }
+    };
+    replicas::copy_k_reaches_first_plus_k(&clock, &servers, &catalog, "?page=2", each_on_its_base)
+        .await;
 }
 
 #[tokio::test]
 async fn a_stalled_replica_is_rescued_by_the_next() {
     let clock = VirtualClock::new();
-    let stalled = Server::http(always(Answer::ok().hold(Hold::Released)), clock.clock())
-        .await
-        .unwrap();
-    let quick = Server::http(scripted(), clock.clock()).await.unwrap();
+    let (stalled, quick) = stalled_and_quick(&clock).await;
     let policy = clock.policy(2, DELAY);
-    let client = client(policy.clone(), [stalled.origin(), quick.origin()]);
-
-    let response = tokio::spawn(client.get("http://catalog.internal/item").send());
-    clock.hedge(&stalled, "/item", 1, DELAY).await;
-    let response = response.await.unwrap().unwrap();
-
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(response.text().await.unwrap(), "copy 0 of /item");
-    assert_eq!(
-        seen_at(&[&stalled, &quick], "/item"),
-        [[Duration::ZERO], [DELAY]]
-    );
-    stalled.until_dropped(1).await;
-    assert_eq!(policy.stats().hedge_wins, 1);
+    let catalog = Catalog(client(policy.clone(), [stalled.origin(), quick.origin()]));
+    replicas::a_stalled_replica_is_rescued(&clock, (&stalled, &quick), &policy, &catalog).await;
 }
 
 #[tokio::test]
 async fn a_refusing_replica_is_skipped_at_once() {
     let clock = VirtualClock::new();
-    let quick = Server::http(scripted(), clock.clock()).await.unwrap();
-    let other = Server::http(scripted(), clock.clock()).await.unwrap();
+    let (quick, bases) = behind_a_refusing_replica(&clock).await;
     let policy = clock.policy(3, DELAY);
-    let bases = [
-        format!("http://{}", refusing_address()),
-        quick.origin(),
-        other.origin(),
-    ];
-    let client = client(policy.clone(), bases);
-
-    // No time passes: the refused copy fails, and the next starts at once.
-    let response = client
-        .get("http://catalog.internal/item")
-        .send()
-        .await
-        .unwrap();
-
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(clock.now(), Duration::ZERO);
-    assert_eq!(
-        seen_at(&[&quick, &other], "/item"),
-        [vec![Duration::ZERO], vec![]]
-    );
-    let stats = policy.stats();
-    assert_eq!((stats.calls, stats.wins, stats.hedge_wins), (1, 1, 1));
+    let catalog = Catalog(client(policy.clone(), bases));
+    replicas::a_refusing_replica_is_skipped(&clock, &quick, &policy, &catalog).await;
 }
 
 #[tokio::test]

@@ -13,7 +13,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{send_held, text};
 use futures::stream;
-use hedging::Stats;
+use hedging_test_server::counts::{
+    assert_one_hedged_call_beside, assert_only_out_of_scope, assert_passed_by, one_call,
+};
 use hedging_test_server::http::scripted;
 use hedging_test_server::{Server, VirtualClock, SCRIPT};
 use reqwest::Method;
@@ -54,12 +56,7 @@ async fn a_post_is_out_of_scope_not_a_call() {
 
     assert_eq!(server.arrivals("/stall/post").len(), 1);
     assert_eq!(server.arrivals("/stall/put").len(), 1);
-    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
-    let out_of_scope = Stats {
-        out_of_scope: 2,
-        ..Stats::default()
-    };
-    assert_eq!(policy.stats(), out_of_scope, "out of scope, not calls");
+    assert_only_out_of_scope(&clock, &policy, 2);
 }
 
 #[tokio::test]
@@ -71,12 +68,9 @@ async fn a_no_hedge_request_is_out_of_scope() {
     let request = client
         .get(server.url("/stall/opted-out"))
         .with_extension(NoHedge);
-    let (_, body) = send_held(&clock, &server, "/stall/opted-out", request).await;
-    assert_eq!(body, "copy 0 of /stall/opted-out");
-    assert_eq!(server.arrivals("/stall/opted-out").len(), 1);
-    assert_eq!(clock.sleeps_created(), 0, "no race, no timer");
-    let stats = policy.stats();
-    assert_eq!((stats.out_of_scope, stats.calls), (1, 0));
+    let path = "/stall/opted-out";
+    let (_, body) = send_held(&clock, &server, path, request).await;
+    assert_passed_by(&clock, &server, &policy, path, body.as_bytes());
 }
 
 #[tokio::test]
@@ -87,9 +81,7 @@ async fn a_method_dropped_from_the_list_is_out_of_scope() {
 
     let get = client.get(server.url("/stall/get"));
     let (_, body) = send_held(&clock, &server, "/stall/get", get).await;
-    assert_eq!(body, "copy 0 of /stall/get");
-    let stats = policy.stats();
-    assert_eq!((stats.out_of_scope, stats.calls), (1, 0));
+    assert_passed_by(&clock, &server, &policy, "/stall/get", body.as_bytes());
 }
 
 #[tokio::test]
@@ -111,14 +103,9 @@ async fn an_unreplayable_body_is_a_call_sent_once() {
     let arrivals = server.arrivals("/stall/stream");
     assert_eq!(arrivals.len(), 1);
     assert_eq!(arrivals[0].body, Bytes::from_static(b"stream"));
-    let one_call = Stats {
-        calls: 1,
-        wins: 1,
-        ..Stats::default()
-    };
     assert_eq!(
         policy.stats(),
-        one_call,
+        one_call(),
         "a call, sent once, not out of scope"
     );
     assert_eq!(
@@ -142,11 +129,5 @@ async fn hedges_per_call_leaves_out_of_scope_requests_out() {
         client.post(server.url(path)).send().await.unwrap();
     }
 
-    let stats = policy.stats();
-    assert_eq!((stats.calls, stats.hedges, stats.out_of_scope), (1, 1, 3));
-    assert_eq!(
-        stats.hedges as f64 / stats.calls as f64,
-        1.0,
-        "the GET hedged"
-    );
+    assert_one_hedged_call_beside(&policy, 3);
 }

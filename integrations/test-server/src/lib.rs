@@ -23,6 +23,7 @@
 
 mod answer;
 pub mod bench;
+pub mod counts;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod http;
@@ -34,9 +35,11 @@ pub mod object;
 pub mod opendal;
 mod pace;
 mod probe;
+pub mod replicas;
 pub mod report;
 #[cfg(feature = "s3")]
 pub mod s3;
+mod serde_feature;
 mod server;
 mod virtual_clock;
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::{Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -26,7 +26,8 @@ use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::{ClientOptions, RetryConfig};
 use tokio::net::TcpListener;
 
-use crate::answer::Behavior;
+use crate::answer::{Answer, Behavior};
+use crate::log::Hold;
 use crate::log::{Clock, Log};
 use crate::object::HyperConnector;
 use crate::pace::{paced, Pace};
@@ -37,6 +38,25 @@ use crate::Error;
 pub const BUCKET: &str = "hedging";
 const ACCESS_KEY: &str = "hedging-access-key";
 const SECRET_KEY: &str = "hedging-secret-key";
+
+/// The object the S3 tests read: 64 KiB, byte i is `i % 251`.
+pub fn object() -> Bytes {
+    (0..64 * 1024)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// The first request of `method` to each object is held until released, or until its
+/// client drops it; every other request passes at once.
+pub fn first_held(method: Method) -> Behavior {
+    Arc::new(
+        move |arrival| match arrival.method == method && arrival.copy == 0 {
+            true => Answer::ok().hold(Hold::Released),
+            false => Answer::ok(),
+        },
+    )
+}
 
 /// The access key id and secret every [`S3`] server accepts: for clients of its own (the
 /// AWS SDK's), which sign their requests with them.
@@ -174,4 +194,20 @@ async fn forward(
             Ok(failed.map(|body| body.map_err(|never| match never {}).boxed()))
         }
     }
+}
+
+/// Waits until `proxy` saw the loser of a hedged read dropped and its connection closed,
+/// and asserts it: the held original dropped unanswered, the hedge answered, two
+/// connections, the loser's closed.
+pub async fn assert_the_loser_was_closed(proxy: &Server) {
+    proxy.until_dropped(1).await;
+    proxy.until_closed(1).await;
+    assert_eq!(proxy.dropped(), 1, "the held original, dropped unanswered");
+    assert_eq!(proxy.answered(), 1, "the hedge, answered by the S3 server");
+    assert_eq!(
+        proxy.closed_connections(),
+        1,
+        "the loser's connection, closed"
+    );
+    assert_eq!(proxy.connections(), 2, "the original's and the hedge's");
 }

@@ -136,3 +136,13 @@ pub async fn answered<T>(call: tokio::task::JoinHandle<T>) -> T {
     let ended = tokio::time::timeout(hedging_test_server::HANG_GUARD, call).await;
     ended.expect("the call hangs").expect("the call panicked")
 }
+
+/// The GetItem the bench and the example send: the item `item` of the table `catalog`.
+pub fn get_catalog_item(
+    client: &aws_sdk_dynamodb::Client,
+) -> aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder {
+    client.get_item().table_name("catalog").key(
+        "id",
+        aws_sdk_dynamodb::types::AttributeValue::S("item".into()),
+    )
+}

@@ -1,7 +1,6 @@
 //! [`GrpcHedgeLayer`]: which methods are hedged, by which policy, with which verdicts.
 
 use std::fmt;
-use std::hash::Hash;
 use std::sync::Arc;
 
 use hedging::Policy;
@@ -111,7 +110,7 @@ impl<T> GrpcHedgeLayer<T> {
             entries: Arc::new([]),
             max_replay_bytes: DEFAULT_MAX_REPLAY_BYTES,
             out_of_scope: Arc::new(OutOfScope::default()),
-            key_by: KeyBy::default_key(),
+            key_by: KeyBy::default(),
         }
     }
 
@@ -197,32 +196,26 @@ impl<T> GrpcHedgeLayer<T> {
 
     crate::accessors::define_layer_settings!(max_replay_bytes);
 
-    /// Keys each call by what `key` makes of its request's head, replacing the default
-    /// key, the call's full method path (see [Keys](Self#keys)). Called for every call the
-    /// layer hedges; its key is hashed only on a policy with keys.
-    ///
-    /// ```
-    /// # use hedging::{timer::ManualTimer, Policy};
-    /// # use hedging_http::grpc::GrpcHedgeLayer;
-    /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
-    /// // One delay per method and tenant, as the client names its tenant in a header.
-    /// let layer = GrpcHedgeLayer::new(policy)
-    ///     .all_methods()
-    ///     .key_by(|head: &http::request::Parts| {
-    ///         let tenant = head.headers.get("x-tenant").map(|t| t.as_bytes().to_vec());
-    ///         (head.uri.path().to_owned(), tenant)
-    ///     });
-    /// # let _ = layer;
-    /// ```
-    pub fn key_by<Q, F>(mut self, key: F) -> Self
-    where
-        Q: Hash,
-        F: Fn(&http::request::Parts) -> Q + Send + Sync + 'static,
-        T: 'static,
-    {
-        self.key_by = KeyBy::custom(key);
-        self
-    }
+    crate::accessors::define_layer_settings!(
+        key_by,
+        /// Keys each call by what `key` makes of its request's head, replacing the default
+        /// key, the call's full method path (see [Keys](Self#keys)). Called for every call the
+        /// layer hedges; its key is hashed only on a policy with keys.
+        ///
+        /// ```
+        /// # use hedging::{timer::ManualTimer, Policy};
+        /// # use hedging_http::grpc::GrpcHedgeLayer;
+        /// # let policy = Policy::builder().adaptive_delay(0.95).adaptive_keys(64).timer(ManualTimer::new()).build();
+        /// // One delay per method and tenant, as the client names its tenant in a header.
+        /// let layer = GrpcHedgeLayer::new(policy)
+        ///     .all_methods()
+        ///     .key_by(|head: &http::request::Parts| {
+        ///         let tenant = head.headers.get("x-tenant").map(|t| t.as_bytes().to_vec());
+        ///         (head.uri.path().to_owned(), tenant)
+        ///     });
+        /// # let _ = layer;
+        /// ```
+    );
 
     /// The layer's own policy: the one the methods named by
     /// [`methods`](GrpcHedgeLayer::methods) are hedged by, and the one that counts the

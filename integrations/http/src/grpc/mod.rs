@@ -94,7 +94,6 @@ pub mod tonic;
 
 pub use self::layer::GrpcHedgeLayer;
 pub use self::methods::{MethodNameError, MethodNameFault};
-pub(crate) use self::scope::GrpcThroughHttp;
 pub use self::service::{GrpcHedge, ResponseFuture};
 #[cfg(feature = "service-config")]
 #[cfg_attr(docsrs, doc(cfg(feature = "service-config")))]

@@ -18,6 +18,7 @@ use tower_service::Service;
 
 use crate::body::ReplayBody;
 use crate::hedge::{copy_request, replayable, start, Copies};
+use crate::key::key_request;
 use crate::NoHedge;
 
 use super::layer::{GrpcHedgeLayer, Route};
@@ -120,8 +121,8 @@ where
             }
             request
         };
-        let keyed = layer.key_by.key(policy, request, |request| {
-            policy.key_hash(request.uri().path())
+        let keyed = key_request(&layer.key_by, policy, request, |head| {
+            policy.key_hash(head.uri.path())
         });
         let call = start(
             &mut self.inner,

@@ -1,48 +1,53 @@
-//! What the resume tests share: a store that counts the body bytes its inner store's
-//! answers yielded, so a test knows when the reader has every byte sent before a stall
-//! and waits for more.
+//! What the store tests share: a store wrapping a real one whose reads do something of
+//! their own ([`OnRead`]) and whose other methods are the inner store's, and one such
+//! store, [`Counted`], that counts the body bytes its inner store's answers yielded, so a
+//! test knows when the reader has every byte sent before a stall and waits for more.
+#![allow(dead_code)] // each test file uses its own part
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
+use futures::FutureExt;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
     ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
-/// A real store whose answers' bodies count the bytes they yield; every other method is
-/// forwarded as it is.
+/// What a [`Wrapped`] store does with a read.
+pub trait OnRead: fmt::Debug + Send + Sync + 'static {
+    /// The store's name in its `Display`.
+    const NAME: &'static str;
+
+    /// Reads `location` with `options` from `inner`, as this store reads.
+    fn read<'a, S: ObjectStore>(
+        &'a self,
+        inner: &'a S,
+        location: &'a Path,
+        options: GetOptions,
+    ) -> BoxFuture<'a, Result<GetResult>>;
+}
+
+/// A real store whose reads go through `on_read`; every other method is forwarded as it
+/// is.
 #[derive(Debug)]
-pub struct Counted<S> {
+pub struct Wrapped<S, R> {
     pub inner: S,
-    pub body_bytes: Arc<AtomicU64>,
+    pub on_read: R,
 }
 
-impl<S> Counted<S> {
-    pub fn new(inner: S) -> Self {
-        Counted {
-            inner,
-            body_bytes: Arc::new(AtomicU64::new(0)),
-        }
-    }
-}
-
-/// Body bytes the inner store yielded so far.
-pub fn received<S>(store: &Counted<S>) -> u64 {
-    store.body_bytes.load(Relaxed)
-}
-
-impl<S: std::fmt::Display> std::fmt::Display for Counted<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Counted({})", self.inner)
+impl<S: fmt::Display, R: OnRead> fmt::Display for Wrapped<S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", R::NAME, self.inner)
     }
 }
 
 #[async_trait]
-impl<S: ObjectStore> ObjectStore for Counted<S> {
+impl<S: ObjectStore, R: OnRead> ObjectStore for Wrapped<S, R> {
     async fn put_opts(
         &self,
         location: &Path,
@@ -61,26 +66,7 @@ impl<S: ObjectStore> ObjectStore for Counted<S> {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let mut result = self.inner.get_opts(location, options).await?;
-        let counter = Arc::clone(&self.body_bytes);
-        let body = std::mem::replace(
-            &mut result.payload,
-            GetResultPayload::Stream(futures::stream::empty().boxed()),
-        );
-        #[allow(irrefutable_let_patterns)] // a `File` payload only with feature `fs`
-        let GetResultPayload::Stream(body) = body
-        else {
-            panic!("a store over the network answers with a stream")
-        };
-        result.payload = GetResultPayload::Stream(
-            body.inspect(move |chunk| {
-                if let Ok(chunk) = chunk {
-                    counter.fetch_add(chunk.len() as u64, Relaxed);
-                }
-            })
-            .boxed(),
-        );
-        Ok(result)
+        self.on_read.read(&self.inner, location, options).await
     }
 
     fn delete_stream(
@@ -100,5 +86,61 @@ impl<S: ObjectStore> ObjectStore for Counted<S> {
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// A real store whose answers' bodies count the bytes they yield.
+pub type Counted<S> = Wrapped<S, CountBytes>;
+
+/// The reads of [`Counted`]: the body bytes yielded so far.
+#[derive(Debug, Default)]
+pub struct CountBytes(Arc<AtomicU64>);
+
+impl<S> Counted<S> {
+    pub fn new(inner: S) -> Self {
+        Wrapped {
+            inner,
+            on_read: CountBytes::default(),
+        }
+    }
+}
+
+/// Body bytes the inner store yielded so far.
+pub fn received<S>(store: &Counted<S>) -> u64 {
+    store.on_read.0.load(Relaxed)
+}
+
+impl OnRead for CountBytes {
+    const NAME: &'static str = "Counted";
+
+    fn read<'a, S: ObjectStore>(
+        &'a self,
+        inner: &'a S,
+        location: &'a Path,
+        options: GetOptions,
+    ) -> BoxFuture<'a, Result<GetResult>> {
+        let counter = Arc::clone(&self.0);
+        async move {
+            let mut result = inner.get_opts(location, options).await?;
+            let body = std::mem::replace(
+                &mut result.payload,
+                GetResultPayload::Stream(futures::stream::empty().boxed()),
+            );
+            #[allow(irrefutable_let_patterns)] // a `File` payload only with feature `fs`
+            let GetResultPayload::Stream(body) = body
+            else {
+                panic!("a store over the network answers with a stream")
+            };
+            result.payload = GetResultPayload::Stream(
+                body.inspect(move |chunk| {
+                    if let Ok(chunk) = chunk {
+                        counter.fetch_add(chunk.len() as u64, Relaxed);
+                    }
+                })
+                .boxed(),
+            );
+            Ok(result)
+        }
+        .boxed()
     }
 }
