@@ -3,44 +3,16 @@
 
 mod common;
 
-use std::future::Future;
 use std::time::Duration;
 
-use common::{ms, Driver};
-use hedging::timer::{ManualTimer, Timer};
-use hedging::{Attempt, Hedgeable, Policy};
-
-/// A copy that answers `Ok(index)` after `latency` of virtual time.
-fn copy(
-    timer: &ManualTimer,
-    index: usize,
-    latency: Duration,
-) -> impl Future<Output = Result<usize, ()>> {
-    let sleep = timer.sleep(latency);
-    async move {
-        sleep.await;
-        Ok(index)
-    }
-}
+use common::ms;
+use hedging::timer::ManualTimer;
+use hedging::{Hedgeable, Policy};
 
 /// Runs one call to completion whose original takes `original` and every hedge `hedge`;
 /// returns the winner's index and how long the call took.
 fn call(policy: &Policy<ManualTimer>, original: Duration, hedge: Duration) -> (usize, Duration) {
-    let timer = policy.timer().clone();
-    let start = timer.now();
-    let factory = {
-        let timer = timer.clone();
-        move |a: Attempt| {
-            copy(
-                &timer,
-                a.index(),
-                if a.index() == 0 { original } else { hedge },
-            )
-        }
-    };
-    let mut driver = Driver::new(factory.hedged(policy));
-    let winner = driver.run(&timer).expect("the scripted copies succeed");
-    (winner, timer.now() - start)
+    common::scripted_call(policy, None, original, hedge)
 }
 
 fn adaptive(timer: &ManualTimer, quantile: f64) -> hedging::PolicyBuilder<ManualTimer> {

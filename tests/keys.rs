@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::future::Future;
 use std::time::Duration;
 
 use common::{ms, Driver};
@@ -21,19 +20,6 @@ fn assert_near(delay: Option<Duration>, value: Duration) {
     );
 }
 
-/// A copy that answers `Ok(index)` after `latency` of virtual time.
-fn copy(
-    timer: &ManualTimer,
-    index: usize,
-    latency: Duration,
-) -> impl Future<Output = Result<usize, ()>> {
-    let sleep = timer.sleep(latency);
-    async move {
-        sleep.await;
-        Ok(index)
-    }
-}
-
 /// Runs one call with `key` (or none) whose original takes `original` and every hedge
 /// `hedge`; returns the winner and how long the call took.
 fn call(
@@ -42,21 +28,7 @@ fn call(
     original: Duration,
     hedge: Duration,
 ) -> (usize, Duration) {
-    let timer = policy.timer().clone();
-    let start = timer.now();
-    let factory = {
-        let timer = timer.clone();
-        move |a: Attempt| {
-            let latency = if a.index() == 0 { original } else { hedge };
-            copy(&timer, a.index(), latency)
-        }
-    };
-    let winner = match key {
-        Some(key) => Driver::new(factory.hedged(policy).key(key)).run(&timer),
-        None => Driver::new(factory.hedged(policy)).run(&timer),
-    }
-    .expect("the scripted copies succeed");
-    (winner, timer.now() - start)
+    common::scripted_call(policy, key, original, hedge)
 }
 
 fn keyed(timer: &ManualTimer, keys: usize) -> PolicyBuilder<ManualTimer> {
@@ -238,7 +210,7 @@ fn a_key_given_by_its_hash_is_the_same_key() {
     let policy = keyed(&timer, 8).build();
     let factory = |latency: Duration| {
         let timer = timer.clone();
-        move |a: Attempt| copy(&timer, a.index(), latency)
+        move |a: Attempt| common::answer_after(&timer, a.index(), latency)
     };
     // Five calls learn the key by its hash (as middleware that moves its request into
     // the call gives it), read back by the key itself.

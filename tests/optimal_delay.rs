@@ -3,43 +3,17 @@
 
 mod common;
 
-use std::future::Future;
 use std::time::Duration;
 
-use common::{ms, Driver};
+use common::ms;
 use hedging::config::PolicyConfig;
-use hedging::timer::{ManualTimer, Timer};
-use hedging::{Attempt, Budget, Hedgeable, Policy, PolicyBuilder};
-
-/// A copy that answers `Ok(index)` after `latency` of virtual time.
-fn copy(
-    timer: &ManualTimer,
-    index: usize,
-    latency: Duration,
-) -> impl Future<Output = Result<usize, ()>> {
-    let sleep = timer.sleep(latency);
-    async move {
-        sleep.await;
-        Ok(index)
-    }
-}
+use hedging::timer::ManualTimer;
+use hedging::{Budget, Policy, PolicyBuilder};
 
 /// Runs one call whose original takes `original` and every hedge `hedge`; returns the
 /// winner's index.
 fn call(policy: &Policy<ManualTimer>, original: Duration, hedge: Duration) -> usize {
-    let timer = policy.timer().clone();
-    let factory = {
-        let timer = timer.clone();
-        move |a: Attempt| {
-            copy(
-                &timer,
-                a.index(),
-                if a.index() == 0 { original } else { hedge },
-            )
-        }
-    };
-    let mut driver = Driver::new(factory.hedged(policy));
-    driver.run(&timer).expect("the scripted copies succeed")
+    common::scripted_call(policy, None, original, hedge).0
 }
 
 /// One quarter window of calls: 90 answered in 1 ms, 10 from a paused replica (100 ms),

@@ -610,13 +610,9 @@ pub fn run_paused_share(share: f64) -> QueueReport {
         .map(|load| Cluster::paused_share(share, load))
         .to_vec();
     let rows = |p95| {
-        vec![
-            Scheme::Off,
-            Scheme::Fixed(p95),
-            Scheme::Recommended { budget: false },
-            Scheme::Recommended { budget: true },
-            Scheme::Optimal,
-        ]
+        let mut rows = schemes(p95);
+        rows.retain(|scheme| !scheme.is_tied());
+        rows
     };
     run_cluster(&format!("f{:.0}", share * 100.0), clusters, &rows)
 }

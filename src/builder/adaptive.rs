@@ -74,22 +74,8 @@ impl<T> PolicyBuilder<T> {
     /// above about 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay), or
     /// use [`optimal_delay`](Self::optimal_delay), whose guard also reads whether the
     /// hedges won.
-    pub fn adaptive_delay(mut self, quantile: f64) -> Self {
-        let quantile = if quantile.is_nan() {
-            DEFAULT_QUANTILE
-        } else {
-            quantile.clamp(0.0, 1.0)
-        };
-        if !matches!(self.settings.delays, Delays::Fixed(_)) {
-            self.settings.delays = Delays::Fixed(Duration::from_millis(10));
-        }
-        self.settings.adaptive = Some(AdaptiveConfig {
-            quantile,
-            min_samples: 0,
-            window: Duration::ZERO,
-            choice: Choice::Quantile,
-        });
-        self
+    pub fn adaptive_delay(self, quantile: f64) -> Self {
+        self.learn_delay(quantile, DEFAULT_QUANTILE, Choice::Quantile)
     }
 
     /// Makes the delay the one the recent latencies predict minimises the `quantile`
@@ -163,9 +149,16 @@ impl<T> PolicyBuilder<T> {
     /// resolution; lower it (to 100 µs, say, on a timer that keeps to it) for a backend
     /// that answers in well under a millisecond, whose best delay may be below 1 ms. A
     /// `max_delay` caps how late the slowest calls are hedged.
-    pub fn optimal_delay(mut self, quantile: f64) -> Self {
+    pub fn optimal_delay(self, quantile: f64) -> Self {
+        // The copies are those of the policy as built.
+        self.learn_delay(quantile, DEFAULT_TARGET, Choice::Optimal { copies: 0 })
+    }
+
+    /// Makes the `delay` mode learn its delay from latencies, as `choice` says, at
+    /// `quantile` (clamped to `0.0..=1.0`; NaN counts as `nan`).
+    fn learn_delay(mut self, quantile: f64, nan: f64, choice: Choice) -> Self {
         let quantile = if quantile.is_nan() {
-            DEFAULT_TARGET
+            nan
         } else {
             quantile.clamp(0.0, 1.0)
         };
@@ -176,8 +169,7 @@ impl<T> PolicyBuilder<T> {
             quantile,
             min_samples: 0,
             window: Duration::ZERO,
-            // The copies are those of the policy as built.
-            choice: Choice::Optimal { copies: 0 },
+            choice,
         });
         self
     }

@@ -15,6 +15,44 @@ use hedging::{Attempt, Hedgeable};
 
 pub const MS: Duration = Duration::from_millis(1);
 
+/// A copy that answers `Ok(index)` after `latency` of virtual time.
+pub fn answer_after(
+    timer: &ManualTimer,
+    index: usize,
+    latency: Duration,
+) -> impl Future<Output = Result<usize, ()>> {
+    let sleep = timer.sleep(latency);
+    async move {
+        sleep.await;
+        Ok(index)
+    }
+}
+
+/// Runs one call on `policy`'s clock to its end, with `key` (or none), whose original
+/// takes `original` and every hedge `hedge`; returns the winner and how long the call took.
+pub fn scripted_call(
+    policy: &hedging::Policy<ManualTimer>,
+    key: Option<&str>,
+    original: Duration,
+    hedge: Duration,
+) -> (usize, Duration) {
+    let timer = policy.timer().clone();
+    let start = timer.now();
+    let factory = {
+        let timer = timer.clone();
+        move |a: Attempt| {
+            let latency = if a.index() == 0 { original } else { hedge };
+            answer_after(&timer, a.index(), latency)
+        }
+    };
+    let winner = match key {
+        Some(key) => Driver::new(factory.hedged(policy).key(key)).run(&timer),
+        None => Driver::new(factory.hedged(policy)).run(&timer),
+    }
+    .expect("the scripted copies succeed");
+    (winner, timer.now() - start)
+}
+
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
