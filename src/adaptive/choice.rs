@@ -2,7 +2,7 @@
 //! model's choice of `optimal_delay`, the queueing guard and its probes, and the budget's
 //! headroom learnt from refusals.
 
-use core::sync::atomic::Ordering::Relaxed;
+use crate::sync::Ordering::Relaxed;
 use core::time::Duration;
 
 use super::histogram::{is_queue, median_micros, window_delay, BUCKETS, EDGES_NANOS};

@@ -33,8 +33,8 @@
 //! every snapshot allocates): decay needs slots cleared in place, and the crate must build
 //! without `std`.
 
+use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use core::fmt;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use core::time::Duration;
 
 use alloc::boxed::Box;

@@ -1,6 +1,6 @@
 //! How a [`Budget`] decides: crediting calls, withdrawing for a copy, the floor, slots.
 
-use core::sync::atomic::Ordering::Relaxed;
+use crate::sync::Ordering::Relaxed;
 use core::time::Duration;
 
 use super::{nanos, Budget, Kind, Refused, SAVINGS_WINDOW, UNCAPPED, UNIT};

@@ -1,9 +1,9 @@
 //! [`PolicyBuilder`]: every setting of a [`Policy`], clamped as each method says.
 
+use crate::sync::AtomicBool;
 use alloc::borrow::Cow;
 use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::AtomicBool;
 use core::time::Duration;
 
 use crate::adaptive::{AdaptiveConfig, Choice, LatencyTracker, TrackerSeed};
