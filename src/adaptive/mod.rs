@@ -33,13 +33,13 @@
 //! every snapshot allocates): decay needs slots cleared in place, and the crate must build
 //! without `std`.
 
-use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use core::fmt;
 use core::time::Duration;
 
 use alloc::boxed::Box;
 
 use crate::budget::Budget;
+use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use self::choice::FULL_HEADROOM;
 use self::histogram::{bucket_of, BUCKETS};

@@ -1,14 +1,14 @@
 //! The policies a token bucket is shared by, and how their ended calls are credited: each
 //! policy's own at its asks, every policy's when a copy finds the bucket short.
 
-use crate::sync::Ordering::{Acquire, Relaxed, Release};
-use crate::sync::{fence, Arc, AtomicBool, AtomicU64};
 use core::time::Duration;
 #[cfg(feature = "std")]
 use std::sync::OnceLock;
 
 use super::{nanos, Budget, Refused};
 use crate::stats::Cells;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::{fence, Arc, AtomicBool, AtomicU64};
 
 /// One policy's place among a budget's members: the cells its calls are counted in (its
 /// stats' own), its calls that asked for a copy, and what was credited so far. A place

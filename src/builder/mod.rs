@@ -1,6 +1,5 @@
 //! [`PolicyBuilder`]: every setting of a [`Policy`], clamped as each method says.
 
-use crate::sync::AtomicBool;
 use alloc::borrow::Cow;
 use alloc::sync::Arc;
 use core::fmt;
@@ -13,6 +12,7 @@ use crate::keyed::{Keys, Withhold};
 use crate::policy::{HedgeHook, Policy, PolicyBudget, Settings};
 use crate::schedule::{Delays, Schedule};
 use crate::stats::Counters;
+use crate::sync::AtomicBool;
 use crate::timer::{DefaultTimer, Timer};
 
 mod adaptive;

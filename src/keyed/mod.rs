@@ -16,14 +16,14 @@
 //! - `win_rate.rs`: whether hedges still win, and when to withhold them.
 //! - `settings.rs`: the builder methods that turn both on.
 
-use crate::sync::AtomicU64;
-use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use alloc::boxed::Box;
 use core::hash::{Hash, Hasher};
 use core::num::NonZeroU64;
 use core::time::Duration;
 
 use crate::adaptive::{nanos, LatencyTracker, TrackerSeed};
+use crate::sync::AtomicU64;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 mod win_rate;
 
