@@ -37,10 +37,10 @@ impl core::fmt::Debug for Keys {
     }
 }
 
-/// A call's ask for a copy beyond its first at `now`: `Ok(true)` when the copy holds an
-/// outstanding slot it must give back with [`give_back`], `Err(())` when refused.
-pub fn ask(budget: &Budget, now: Duration) -> Result<bool, ()> {
-    budget.withdraw(|| now).map_err(|_| ())
+/// A call's ask for a copy beyond its first at `now`: `Some(true)` when the copy holds an
+/// outstanding slot it must give back with [`give_back`], `None` when refused.
+pub fn ask(budget: &Budget, now: Duration) -> Option<bool> {
+    budget.withdraw(|| now).ok()
 }
 
 /// Gives back `copies` outstanding slots, as a copy's end does.
