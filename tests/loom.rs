@@ -158,3 +158,24 @@ fn stats_count_every_ended_call_once() {
         assert_eq!(after.wins, 4, "{after:?}");
     });
 }
+
+#[test]
+fn a_ratio_set_while_a_call_is_credited_is_seen_before_or_after() {
+    check(|| {
+        // Two tokens spent before the race, so a deposit is not capped away.
+        let budget = Budget::new(0.5).burst(2.0);
+        for _ in 0..2 {
+            assert!(loom_models::ask(&budget, SEC).is_some());
+        }
+        let switch = budget.clone();
+        let other = thread::spawn(move || switch.set_ratio(1.0));
+        let seen = budget.ratio();
+        loom_models::credit(&budget, 1, 1, SEC);
+        other.join().unwrap();
+        assert!(seen == 0.5 || seen == 1.0, "a ratio of {seen}");
+        // One earning call deposited the old ratio or the new one, nothing in between.
+        let tokens = budget.tokens();
+        assert!(tokens == 0.5 || tokens == 1.0, "{tokens} tokens");
+        assert_eq!(budget.ratio(), 1.0);
+    });
+}
