@@ -169,12 +169,16 @@ mod feature_doc;
 mod hedge;
 pub mod key;
 mod keyed;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_models;
 pub mod model;
 mod policy;
 mod race;
 mod schedule;
 mod stats;
 mod stream;
+mod sync;
 pub mod timeout;
 pub mod timer;
 #[cfg(feature = "tower")]

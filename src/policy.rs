@@ -2,9 +2,10 @@
 //! them is in `builder.rs`, the counters behind [`Stats`] in `stats.rs`).
 
 use alloc::borrow::Cow;
+// std's `Arc` for the settings and hooks: loom's cannot hold a `dyn Fn`, and no model
+// races a policy's settings, only the structures they point to.
 use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use core::time::Duration;
 
 use crate::adaptive::LatencyTracker;
@@ -14,6 +15,7 @@ use crate::key::KeyHash;
 use crate::keyed::{self, Entry, Key, Keys, WinRate, Withhold};
 use crate::schedule::{Delays, Schedule};
 use crate::stats::{Cells, Counter, Counters, Stats};
+use crate::sync::{AtomicBool, Ordering::Relaxed};
 use crate::timer::{DefaultTimer, Timer};
 
 /// The hook [`on_hedge`](crate::PolicyBuilder::on_hedge) installs.
@@ -69,7 +71,7 @@ pub(crate) struct Settings<T> {
 /// A policy's link to its [`Budget`]: its place among the budget's members.
 pub(crate) struct PolicyBudget {
     pub(crate) budget: Budget,
-    member: Arc<Member>,
+    member: crate::sync::Arc<Member>,
 }
 
 impl PolicyBudget {
@@ -288,7 +290,7 @@ impl<T> Policy<T> {
         if let Some(linked) = &settings.budget {
             // The budget reads the policy's ended calls in the cells of its place (a place
             // a dropped policy left, counted on from where it stopped).
-            settings.counters = Counters::sharing(Arc::clone(linked.member.cells()));
+            settings.counters = Counters::sharing(linked.member.cells().clone());
         }
         Policy {
             settings: Arc::new(settings),

@@ -2,8 +2,7 @@
 //! cache line of counters in every policy it uses, so a call's path does no atomic
 //! read-modify-write and threads never contend for a line.
 
-use alloc::sync::Arc;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::sync::{Arc, AtomicU64, Ordering::Relaxed};
 
 /// A snapshot of a policy's counters; see [`Policy::stats`](crate::Policy::stats).
 ///
@@ -205,7 +204,9 @@ pub(crate) mod thread_slot {
     use std::vec::Vec;
 
     /// Shards per policy: threads beyond this many at once share the overflow shard.
-    pub(super) const SHARDS: usize = 32;
+    /// (Under loom, where threads count in the overflow shard, one: a snapshot's every
+    /// load is a branch of the model.)
+    pub(super) const SHARDS: usize = if cfg!(loom) { 1 } else { 32 };
 
     const UNASSIGNED: usize = usize::MAX;
     const OVERFLOW: usize = usize::MAX - 1;
@@ -246,6 +247,12 @@ pub(crate) mod thread_slot {
     /// shard pays one comparison: `UNASSIGNED` is out of range too.
     #[inline]
     pub(crate) fn current() -> Option<usize> {
+        // Under loom every model thread runs on one OS thread, so std's thread-locals would
+        // give two of them one shard; they count in the overflow shard instead. The shard
+        // index stays std's (a `static`, a `const` thread-local): loom's are neither.
+        if cfg!(loom) {
+            return None;
+        }
         let index = SLOT.get();
         if index < SHARDS {
             Some(index)

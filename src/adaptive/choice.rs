@@ -2,7 +2,6 @@
 //! model's choice of `optimal_delay`, the queueing guard and its probes, and the budget's
 //! headroom learnt from refusals.
 
-use core::sync::atomic::Ordering::Relaxed;
 use core::time::Duration;
 
 use super::histogram::{is_queue, median_micros, window_delay, BUCKETS, EDGES_NANOS};
@@ -12,6 +11,7 @@ use super::{
 };
 use crate::budget::Budget;
 use crate::model::{kaplan_meier, Goal, Survival};
+use crate::sync::Ordering::Relaxed;
 
 impl LatencyTracker {
     /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of the complete slots before

@@ -34,12 +34,12 @@
 //! without `std`.
 
 use core::fmt;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use core::time::Duration;
 
 use alloc::boxed::Box;
 
 use crate::budget::Budget;
+use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use self::choice::FULL_HEADROOM;
 use self::histogram::{bucket_of, BUCKETS};

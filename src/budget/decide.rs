@@ -1,9 +1,9 @@
 //! How a [`Budget`] decides: crediting calls, withdrawing for a copy, the floor, slots.
 
-use core::sync::atomic::Ordering::Relaxed;
 use core::time::Duration;
 
 use super::{nanos, Budget, Kind, Refused, SAVINGS_WINDOW, UNCAPPED, UNIT};
+use crate::sync::Ordering::Relaxed;
 
 impl Budget {
     /// Whether calls earn tokens: a token bucket.

@@ -1,15 +1,14 @@
 //! The policies a token bucket is shared by, and how their ended calls are credited: each
 //! policy's own at its asks, every policy's when a copy finds the bucket short.
 
-use alloc::sync::Arc;
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{fence, AtomicBool, AtomicU64};
 use core::time::Duration;
 #[cfg(feature = "std")]
 use std::sync::OnceLock;
 
 use super::{nanos, Budget, Refused};
 use crate::stats::Cells;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::{fence, Arc, AtomicBool, AtomicU64};
 
 /// One policy's place among a budget's members: the cells its calls are counted in (its
 /// stats' own), its calls that asked for a copy, and what was credited so far. A place
@@ -111,7 +110,7 @@ impl Budget {
                                 .compare_exchange(
                                     false,
                                     true,
-                                    core::sync::atomic::Ordering::AcqRel,
+                                    crate::sync::Ordering::AcqRel,
                                     Relaxed,
                                 )
                                 .is_ok();

@@ -2,10 +2,10 @@
 //! savings follow the traffic or as gRPC's retry throttling, with an optional cap on copies
 //! in flight and a floor per second.
 
-use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use core::time::Duration;
+
+use crate::sync::{Arc, AtomicU64, Ordering::Relaxed};
 
 mod decide;
 mod members;

@@ -1,7 +1,7 @@
 //! The calls a token bucket counted in the last second, for its savings cap, with tests of
 //! its window.
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::sync::{AtomicU64, Ordering::Relaxed};
 
 use super::SAVINGS_WINDOW;
 

@@ -3,7 +3,6 @@
 use alloc::borrow::Cow;
 use alloc::sync::Arc;
 use core::fmt;
-use core::sync::atomic::AtomicBool;
 use core::time::Duration;
 
 use crate::adaptive::{AdaptiveConfig, Choice, LatencyTracker, TrackerSeed};
@@ -13,6 +12,7 @@ use crate::keyed::{Keys, Withhold};
 use crate::policy::{HedgeHook, Policy, PolicyBudget, Settings};
 use crate::schedule::{Delays, Schedule};
 use crate::stats::Counters;
+use crate::sync::AtomicBool;
 use crate::timer::{DefaultTimer, Timer};
 
 mod adaptive;

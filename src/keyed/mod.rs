@@ -19,11 +19,11 @@
 use alloc::boxed::Box;
 use core::hash::{Hash, Hasher};
 use core::num::NonZeroU64;
-use core::sync::atomic::AtomicU64;
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::time::Duration;
 
 use crate::adaptive::{nanos, LatencyTracker, TrackerSeed};
+use crate::sync::AtomicU64;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 mod win_rate;
 
@@ -183,6 +183,28 @@ impl Keys {
                     || now.saturating_sub(entry.used_at.load(Relaxed)) >= self.idle_nanos
             })
     }
+}
+
+#[cfg(loom)]
+impl Keys {
+    /// The table's place of `entry`, for the loom models.
+    pub(crate) fn place_of(&self, entry: &Entry) -> usize {
+        self.entries
+            .iter()
+            .position(|place| core::ptr::eq(place, entry))
+            .expect("an entry of this table")
+    }
+
+    /// The key word the place holds, for the loom models.
+    pub(crate) fn held_at(&self, place: usize) -> u64 {
+        self.entries[place].key.load(Acquire)
+    }
+}
+
+/// A key from its word, for the loom models (which pick words to place keys).
+#[cfg(loom)]
+pub(crate) fn key_of(word: u64) -> Key {
+    Key(NonZeroU64::new(word).expect("a key's word is never zero"))
 }
 
 /// The hash behind [`hash`]: FxHash's rotate-multiply over whole words, with the high

@@ -12,7 +12,7 @@
 //! costs one probe copy in twenty calls that would hedge, and stalls that hedges do beat
 //! are hedged again from the first probe that wins.
 
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use crate::sync::{AtomicU32, Ordering::Relaxed};
 
 /// One in this many calls that would have hedged while hedges are withheld hedges: a
 /// probe.
@@ -52,7 +52,8 @@ pub(crate) enum Turn {
 }
 
 impl WinRate {
-    pub(crate) const fn new() -> Self {
+    // Not `const`: loom's atomics (`cfg(loom)`) are made at run time.
+    pub(crate) fn new() -> Self {
         WinRate {
             won: AtomicU32::new(ONE),
             withheld: AtomicU32::new(0),

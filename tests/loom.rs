@@ -1,0 +1,181 @@
+//! Models of the lock-free structures a call touches, each named after the invariant it
+//! holds, checked by `loom` over every interleaving (up to its preemption bound). Only
+//! under `RUSTFLAGS="--cfg loom"`; the command and what each model covers are in
+//! `docs/reliability.md`.
+#![cfg(loom)]
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hedging::loom_models::{self, KeyTable};
+use hedging::{Budget, Hedgeable, Policy};
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Every interleaving with at most `LOOM_MAX_PREEMPTIONS` preemptions (3 unless set).
+fn check(model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    // How many interleavings ran, shown with `--nocapture`.
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&runs);
+    builder.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model();
+    });
+    eprintln!(
+        "{} interleavings",
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+/// A call answered at its first poll, polled on the model's thread: an executor's
+/// thread-locals would be one for every model thread (loom runs them on one OS thread).
+fn answered_at_once<F: Future>(call: F) -> F::Output {
+    let mut call = pin!(call);
+    match call
+        .as_mut()
+        .poll(&mut Context::from_waker(futures::task::noop_waker_ref()))
+    {
+        Poll::Ready(answer) => answer,
+        Poll::Pending => panic!("the call was not answered at once"),
+    }
+}
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// Two keys whose two places are the same two places of a two-place table: the first
+/// half of each word (the low 32 bits) picks place 0, the second (high) place 1.
+const KEY_A: u64 = 0x8000_0000_0000_0001;
+const KEY_B: u64 = 0x8000_0000_0000_0002;
+
+#[test]
+fn two_keys_never_share_a_place() {
+    check(|| {
+        let table = Arc::new(KeyTable::new(2, SEC));
+        // Long after the table was made: a place no call has used looks idle.
+        let now = 10 * SEC;
+        let other = Arc::clone(&table);
+        let b = thread::spawn(move || other.find_or_take(KEY_B, now));
+        let a = table.find_or_take(KEY_A, now);
+        let b = b.join().unwrap();
+        let (a, b) = (
+            a.expect("A found a free place"),
+            b.expect("B found a free place"),
+        );
+        assert_ne!(a, b, "two keys in one place");
+        assert_eq!(table.held_at(a), KEY_A, "A's place was taken from it");
+        assert_eq!(table.held_at(b), KEY_B, "B's place was taken from it");
+    });
+}
+
+#[test]
+fn a_budget_never_hands_out_more_tokens_than_it_earned_plus_its_cap() {
+    check(|| {
+        // One token to start with and at most one saved; each call earns half a token.
+        let budget = Budget::new(0.5).burst(1.0);
+        let granted = Arc::new(AtomicUsize::new(0));
+        let call = |budget: Budget, granted: Arc<AtomicUsize>| {
+            move || {
+                loom_models::credit(&budget, 1, 1, SEC);
+                if loom_models::ask(&budget, SEC).is_some() {
+                    granted.fetch_add(1, SeqCst);
+                }
+            }
+        };
+        let other = thread::spawn(call(budget.clone(), Arc::clone(&granted)));
+        call(budget.clone(), Arc::clone(&granted))();
+        other.join().unwrap();
+        let granted = granted.load(SeqCst) as f64;
+        let earned = 2.0 * 0.5;
+        let cap = 1.0;
+        assert!(budget.tokens() >= 0.0);
+        assert!(
+            granted + budget.tokens() <= cap + earned,
+            "{granted} copies granted, {} tokens left",
+            budget.tokens()
+        );
+        // Whichever order, the starting token is there for the first ask.
+        assert!(granted >= 1.0);
+    });
+}
+
+#[test]
+fn an_outstanding_slot_is_given_back_exactly_once() {
+    check(|| {
+        // One slot, one token: the second ask may take the slot and find no token, and
+        // must then give the slot back itself.
+        let budget = Budget::new(0.5).burst(1.0).max_outstanding(1);
+        let holding = Arc::new(AtomicUsize::new(0));
+        let call = |budget: Budget, holding: Arc<AtomicUsize>| {
+            move || {
+                if let Some(holds_slot) = loom_models::ask(&budget, SEC) {
+                    assert!(holds_slot);
+                    assert_eq!(holding.fetch_add(1, SeqCst), 0, "two copies in one slot");
+                    holding.fetch_sub(1, SeqCst);
+                    loom_models::give_back(&budget, 1);
+                }
+            }
+        };
+        let other = thread::spawn(call(budget.clone(), Arc::clone(&holding)));
+        call(budget.clone(), Arc::clone(&holding))();
+        other.join().unwrap();
+        assert_eq!(budget.outstanding(), 0, "a slot not given back, or twice");
+    });
+}
+
+#[test]
+fn stats_count_every_ended_call_once() {
+    check(|| {
+        let policy = Policy::builder().delay(SEC).build();
+        let calls = |policy: Policy| {
+            move || {
+                for _ in 0..2 {
+                    let answer: Result<u32, ()> =
+                        answered_at_once((|| async { Ok(1) }).hedged(&policy));
+                    assert_eq!(answer, Ok(1));
+                }
+            }
+        };
+        let other = thread::spawn(calls(policy.clone()));
+        // A snapshot taken while the other thread's calls end sees some of them, never
+        // more than have ended, and always as many calls as outcomes.
+        let during = policy.stats();
+        assert!(during.calls <= 2);
+        assert_eq!(
+            during.calls,
+            during.wins + during.failures + during.cancelled
+        );
+        calls(policy.clone())();
+        other.join().unwrap();
+        let after = policy.stats();
+        assert_eq!(after.calls, 4, "{after:?}");
+        assert_eq!(after.wins, 4, "{after:?}");
+    });
+}
+
+#[test]
+fn a_ratio_set_while_a_call_is_credited_is_seen_before_or_after() {
+    check(|| {
+        // Two tokens spent before the race, so a deposit is not capped away.
+        let budget = Budget::new(0.5).burst(2.0);
+        for _ in 0..2 {
+            assert!(loom_models::ask(&budget, SEC).is_some());
+        }
+        let switch = budget.clone();
+        let other = thread::spawn(move || switch.set_ratio(1.0));
+        let seen = budget.ratio();
+        loom_models::credit(&budget, 1, 1, SEC);
+        other.join().unwrap();
+        assert!(seen == 0.5 || seen == 1.0, "a ratio of {seen}");
+        // One earning call deposited the old ratio or the new one, nothing in between.
+        let tokens = budget.tokens();
+        assert!(tokens == 0.5 || tokens == 1.0, "{tokens} tokens");
+        assert_eq!(budget.ratio(), 1.0);
+    });
+}
