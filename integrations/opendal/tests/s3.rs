@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use common::{object, policy, read_streamed, resume_at, s3_direct, s3_hedged, DELAY};
 use hedging_opendal::HedgeLayer;
+use hedging_test_server::counts::assert_one_hedge_won;
 use hedging_test_server::s3::S3;
 use hedging_test_server::{Answer, Arrival, Behavior, Hold, Pace, VirtualClock, NEVER};
 use http::Method;
@@ -71,16 +72,7 @@ async fn a_stalled_s3_stat_is_rescued_by_a_hedge() {
     assert_eq!(seen.len(), 2, "the held HEAD and its hedge");
     assert!(seen.iter().all(|copy| copy.method == Method::HEAD));
     assert_eq!(seen[1].at, DELAY, "the hedge, due at the delay");
-    let stats = stats.stats();
-    assert_eq!(
-        (
-            stats.calls,
-            stats.hedges,
-            stats.hedge_wins,
-            stats.out_of_scope
-        ),
-        (1, 1, 1, 0)
-    );
+    assert_one_hedge_won(&stats);
 }
 
 #[tokio::test]
@@ -111,25 +103,8 @@ async fn a_stalled_s3_read_is_rescued_and_the_losers_connection_closed() {
             .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
         "each copy signed with SigV4"
     );
-    proxy.until_dropped(1).await;
-    proxy.until_closed(1).await;
-    assert_eq!(proxy.dropped(), 1, "the held original, dropped unanswered");
-    assert_eq!(proxy.answered(), 1, "the hedge, answered by the S3 server");
-    assert_eq!(
-        proxy.closed_connections(),
-        1,
-        "the loser's connection, closed"
-    );
-    let stats = stats.stats();
-    assert_eq!(
-        (
-            stats.calls,
-            stats.hedges,
-            stats.hedge_wins,
-            stats.out_of_scope
-        ),
-        (1, 1, 1, 0)
-    );
+    hedging_test_server::s3::assert_the_loser_was_closed(proxy).await;
+    assert_one_hedge_won(&stats);
 }
 
 #[tokio::test]
