@@ -1,5 +1,4 @@
-//! [`Policy`]: the settings its clones share, read on every call (the builder that makes
-//! them is in `builder.rs`, the counters behind [`Stats`] in `stats.rs`).
+//! [`Policy`]: the settings its clones share, read on every call (made by `builder/`).
 
 use alloc::borrow::Cow;
 // std's `Arc` for the settings and hooks: loom's cannot hold a `dyn Fn`, and no model
