@@ -36,40 +36,17 @@ struct Case {
 }
 
 fn stalls() -> Case {
-    let workload = Workload::all(1)[0];
-    let unhedged = lab::simulate(
-        &workload,
-        Config {
-            delay: Delay::Off,
-            budget: false,
-        },
-    );
-    let calls = (0..workload.calls)
-        .map(|call| (workload.arrival(call), unhedged.latencies[call]))
-        .collect();
-    Case {
-        name: "(a) 2% of copies stall 10-100x",
-        independent: true,
-        calls,
-        run: Box::new(move |delay, budget| {
-            let run = lab::simulate(
-                &workload,
-                Config {
-                    delay: Delay::Fixed(delay),
-                    budget,
-                },
-            );
-            Measured {
-                p99: run.percentile(0.99),
-                extra: run.extra_ratio(),
-            }
-        }),
-        lab_delay: workload.hindsight_delay(0.95),
-    }
+    workload_case(0, "(a) 2% of copies stall 10-100x", true)
 }
 
 fn brownout() -> Case {
-    let workload = Workload::all(1)[3];
+    workload_case(3, "(d) brownout: every copy 10x slower for 3 s", false)
+}
+
+/// The lab's workload `index` of (a)-(d): its unhedged calls, and its hedged runs at any
+/// fixed delay, with or without the budget.
+fn workload_case(index: usize, name: &'static str, independent: bool) -> Case {
+    let workload = Workload::all(1)[index];
     let unhedged = lab::simulate(
         &workload,
         Config {
@@ -81,8 +58,8 @@ fn brownout() -> Case {
         .map(|call| (workload.arrival(call), unhedged.latencies[call]))
         .collect();
     Case {
-        name: "(d) brownout: every copy 10x slower for 3 s",
-        independent: false,
+        name,
+        independent,
         calls,
         run: Box::new(move |delay, budget| {
             let run = lab::simulate(
