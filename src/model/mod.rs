@@ -310,7 +310,9 @@ impl<'a> Survival<'a> {
     /// highest quantile they reach. `None` when no class holds a latency.
     ///
     /// The delays tried are the edges of the classes some latency ended in (where the
-    /// survival steps down) within the bounds, and the bounds.
+    /// survival steps down) within the bounds, and the bounds; `max_delay` only where some
+    /// latency ended past it, or some call is censored past every ended one: where every
+    /// latency ended sooner, the slowest of them already stands for hedging nothing.
     pub fn choose(&self, goal: &Goal) -> Option<Prediction> {
         if self.is_empty() {
             return None;
@@ -346,24 +348,29 @@ impl<'a> Survival<'a> {
         let (min_delay, max_delay) = (goal.min_delay, goal.max_delay.max(goal.min_delay));
         // The delays the latencies tell apart: the edges of the classes some latency
         // ended in (where the survival steps down), within the bounds.
-        let steps = self.above.iter().scan(1.0, |before, &above| {
-            let step = above < *before;
-            *before = above;
-            Some(step)
-        });
+        let steps = self
+            .edges
+            .iter()
+            .zip(self.above.iter().scan(1.0, |before, &above| {
+                let step = above < *before;
+                *before = above;
+                Some(step)
+            }))
+            .filter(|&(_, step)| step)
+            .map(|(&edge, _)| edge);
+        // Past the slowest latency that ended, a delay hedges only calls censored past it
+        // (still running, as far as is known): where there are none, every delay past it
+        // hedges nothing, and the slowest latency stands for them all.
+        let slowest = steps.clone().last().unwrap_or(0);
+        let runs_on = self.above.last().is_some_and(|&above| above > 0.0);
+        let longest = if runs_on { self.last_edge() } else { slowest };
         let candidates = core::iter::once(min_delay)
             .chain(
-                self.edges
-                    .iter()
-                    .zip(steps)
-                    .filter(|&(_, step)| step)
-                    .map(|(&edge, _)| Duration::from_nanos(edge))
+                steps
+                    .map(Duration::from_nanos)
                     .filter(|&edge| edge > min_delay && edge < max_delay),
             )
-            .chain(
-                (max_delay > min_delay && nanos_of(max_delay) <= self.last_edge())
-                    .then_some(max_delay),
-            );
+            .chain((max_delay > min_delay && nanos_of(max_delay) <= longest).then_some(max_delay));
         let allowed = |prediction: &Prediction| match goal.budget {
             Some(_) => true,
             None => prediction.extra <= NO_BUDGET_EXTRA + 1e-9,

@@ -196,6 +196,30 @@ fn the_choice_keeps_to_its_bounds() {
 }
 
 #[test]
+fn where_every_latency_ended_the_slowest_stands_for_every_longer_delay() {
+    // A histogram's classes run on past the slowest latency (as the policy's do): 100
+    // latencies within 3 ms, none slower. No delay helps the p99 much, so the cheapest
+    // near the best is chosen: hedging past the slowest latency seen, not `max_delay`,
+    // whose hedges would come too late for anything slow that comes next.
+    let edges = [MS, 2 * MS, 3 * MS, 50 * MS, 200 * MS, 1_000 * MS];
+    let mut above = [0.0; 6];
+    survival_of(&[60, 30, 10, 0, 0, 0], &mut above);
+    let survival = Survival::new(&edges, &above);
+    let goal = Goal::new(0.99).budget(0.10).bounds(MS_TENTH, ms(200));
+    let choice = survival.choose(&goal).expect("latencies");
+    assert_eq!(choice.delay, ms(3), "{choice:?}");
+    assert_eq!(choice.extra, 0.0);
+    // Calls censored past every ended one run on: a delay as long as `max_delay` still
+    // hedges them, and is tried.
+    kaplan_meier(&[60, 30, 0, 0, 0, 0], &[0, 0, 10, 0, 0, 0], &mut above);
+    let survival = Survival::new(&edges, &above);
+    let choice = survival
+        .choose(&Goal::new(0.99).bounds(MS_TENTH, ms(200)))
+        .expect("latencies");
+    assert_eq!(choice.delay, ms(200), "{choice:?}");
+}
+
+#[test]
 fn huge_delays_and_quantiles_saturate() {
     let (edges, above) = paused_tenth();
     let survival = Survival::new(&edges, &above);
