@@ -74,11 +74,16 @@ pub(crate) struct PolicyBudget {
 }
 
 impl PolicyBudget {
-    /// Joins `budget`: the policy counts its calls in the cells of the place it is given
-    /// (see [`Policy::from_settings`]).
+    /// Joins `budget`, at a place whose cells the policy counts its calls in.
     pub(crate) fn new(budget: Budget) -> Self {
         let member = budget.join(Cells::new());
         PolicyBudget { budget, member }
+    }
+
+    /// The policy's counters: the budget reads its ended calls in the cells of its place
+    /// (a place a dropped policy left, counted on from where it stopped).
+    pub(crate) fn counters(&self) -> Counters {
+        Counters::sharing(self.member.cells().clone())
     }
 }
 
@@ -285,12 +290,7 @@ impl<T> Policy<T> {
         self.settings.counters.reset();
     }
 
-    pub(crate) fn from_settings(mut settings: Settings<T>) -> Self {
-        if let Some(linked) = &settings.budget {
-            // The budget reads the policy's ended calls in the cells of its place (a place
-            // a dropped policy left, counted on from where it stopped).
-            settings.counters = Counters::sharing(linked.member.cells().clone());
-        }
+    pub(crate) fn from_settings(settings: Settings<T>) -> Self {
         Policy {
             settings: Arc::new(settings),
         }

@@ -97,22 +97,30 @@ impl Cells {
         })
     }
 
-    /// Calls ended so far, ignoring resets: one pass over the shards a thread ever
-    /// claimed (the others never counted), so a process with few threads reads few.
+    /// Calls ended so far, ignoring resets.
     pub(crate) fn calls(&self) -> u64 {
-        let ended = |shard: &Shard| {
-            [Counter::Wins, Counter::Failures, Counter::Cancelled]
-                .into_iter()
-                .fold(0u64, |calls, outcome| {
-                    calls.wrapping_add(shard.0[outcome as usize].load(Relaxed))
-                })
+        self.sum(&[Counter::Wins, Counter::Failures, Counter::Cancelled])
+    }
+
+    /// Calls that returned a win so far, ignoring resets.
+    pub(crate) fn wins(&self) -> u64 {
+        self.sum(&[Counter::Wins])
+    }
+
+    /// The sum of `counters` so far: one pass over the shards a thread ever claimed (the
+    /// others never counted), so a process with few threads reads few.
+    fn sum(&self, counters: &[Counter]) -> u64 {
+        let sum = |shard: &Shard| {
+            counters.iter().fold(0u64, |sum, &counter| {
+                sum.wrapping_add(shard.0[counter as usize].load(Relaxed))
+            })
         };
-        let calls = ended(&self.overflow);
+        let total = sum(&self.overflow);
         #[cfg(feature = "std")]
-        let calls = self.shards[..thread_slot::claimed()]
+        let total = self.shards[..thread_slot::claimed()]
             .iter()
-            .fold(calls, |calls, shard| calls.wrapping_add(ended(shard)));
-        calls
+            .fold(total, |total, shard| total.wrapping_add(sum(shard)));
+        total
     }
 }
 
@@ -122,6 +130,11 @@ impl Counters {
             cells: Cells::new(),
             baseline: Shard::default(),
         }
+    }
+
+    /// The cells counted into.
+    pub(crate) fn cells(&self) -> &Arc<Cells> {
+        &self.cells
     }
 
     /// Counters that count into `cells` from here on, their stats starting at zero.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::ms;
 use hedging::config::PolicyConfig;
 use hedging::timer::ManualTimer;
-use hedging::{Budget, Policy, PolicyBuilder};
+use hedging::{Budget, Hedgeable, Policy, PolicyBuilder};
 
 /// Runs one call whose original takes `original` and every hedge `hedge`; returns the
 /// winner's index.
@@ -151,4 +151,43 @@ fn a_nan_target_counts_as_the_p99_and_a_target_out_of_range_is_clamped() {
             .build();
         assert_eq!(policy.delay(), Some(ms(20)), "{target}");
     }
+}
+
+#[test]
+fn calls_answered_at_their_first_poll_count_as_answering_at_once() {
+    // 150 calls answered at their first poll (they read no clock and record no latency),
+    // 90 in 1 ms, 10 paused (100 ms; their hedges are slower still, so the originals end
+    // and show the pauses), all in one quarter window of 2 s. Of the calls that waited, a
+    // tenth pause: hedging them all asks twice what a 5% budget grants. Of all the calls,
+    // 4% pause, within it.
+    let run = |at_once: bool| {
+        let timer = ManualTimer::new();
+        let policy = optimal(&timer)
+            .adaptive_window(ms(8000))
+            .budget(&Budget::new(0.05))
+            .build();
+        for call_index in 0..250 {
+            if call_index % 5 >= 3 {
+                let original = if call_index % 25 == 4 { ms(100) } else { ms(1) };
+                call(&policy, original, ms(200));
+            } else if at_once {
+                let answer: Result<u32, ()> =
+                    futures::executor::block_on((|| async { Ok(1) }).hedged(&policy));
+                assert_eq!(answer, Ok(1));
+            }
+        }
+        assert!(timer.now() < ms(2000), "one quarter window");
+        assert_eq!(policy.stats().calls, if at_once { 250 } else { 100 });
+        timer.advance(ms(2000) - timer.now());
+        policy.delay().expect("a delay")
+    };
+    let delay = run(true);
+    assert!(past_the_body(Some(delay)), "{delay:?}");
+    // The same calls that waited, without the ones that answered at once: the model
+    // would plan to hedge only what the budget grants, past the body's end.
+    let waited_only = run(false);
+    assert!(
+        waited_only > ms(2) && waited_only != ms(20),
+        "{waited_only:?}"
+    );
 }

@@ -18,10 +18,11 @@ impl LatencyTracker {
     /// `current`, and with `with_current` of `current` too, as the newest.
     pub(super) fn estimate(&self, current: u64, with_current: bool) -> u64 {
         let above = current.checked_add(u64::from(with_current));
-        let slots: [Option<usize>; SLOTS as usize] = core::array::from_fn(|back| {
+        // Newest first: each slot of the window, and its row of the ring.
+        let slots: [Option<(u64, usize)>; SLOTS as usize] = core::array::from_fn(|back| {
             let slot = above?.checked_sub(back as u64 + 1)?;
             (back < SLOTS_PER_WINDOW as usize + usize::from(with_current))
-                .then_some((slot % SLOTS) as usize)
+                .then_some((slot, (slot % SLOTS) as usize))
         });
         // Latencies that ended, and censored ones (with `Choice::Optimal`), per bucket.
         let mut window = [0u64; BUCKETS];
@@ -35,7 +36,7 @@ impl LatencyTracker {
         // Per slot with enough calls: the share of them hedged, and their median.
         let mut paced: [Option<(f64, u64)>; SLOTS as usize] = [None; SLOTS as usize];
         for (back, at) in slots.into_iter().enumerate() {
-            let Some(at) = at else { continue };
+            let Some((number, at)) = at else { continue };
             let row = at * BUCKETS;
             slot.fill(0);
             for stripe in self.counts.chunks(STRIPE_LEN) {
@@ -56,6 +57,13 @@ impl LatencyTracker {
                     *sum += count;
                     *all += count;
                 }
+            }
+            // The calls that answered at their first poll recorded nothing: the model
+            // counts them as answering at once. (The queueing guard below reads the calls
+            // that waited: where most answer at once, their median says nothing of a pace.)
+            if let Some(answers) = &self.answers {
+                let recorded = slot.iter().sum::<u64>();
+                window[0] += answers.won_in(number, current).saturating_sub(recorded);
             }
             let slot_shown = self.shown_in(at as u64);
             let (hedged, refused) = (
@@ -114,7 +122,8 @@ impl LatencyTracker {
                 .then(|| self.optimal(&window, &censored, copies, newest_shown))
                 .flatten(),
         };
-        let estimate = estimate.map(|delay| delay.clamp(self.min_delay, self.max_delay));
+        let (min_delay, max_delay) = self.bounds();
+        let estimate = estimate.map(|delay| delay.clamp(min_delay, max_delay));
         // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
         estimate.map_or(NO_ESTIMATE, nanos)
     }
@@ -133,9 +142,10 @@ impl LatencyTracker {
         let mut above = [0.0; BUCKETS];
         kaplan_meier(ended, censored, &mut above);
         let survival = Survival::new(&EDGES_NANOS, &above);
+        let (min_delay, max_delay) = self.bounds();
         let goal = Goal::new(self.config.quantile)
             .copies(copies.into())
-            .bounds(self.min_delay, self.max_delay);
+            .bounds(min_delay, max_delay);
         let Some(ratio) = self.budget.as_ref().and_then(Budget::extra_ratio) else {
             return survival.choose(&goal).map(|choice| choice.delay);
         };

@@ -39,11 +39,14 @@ use core::time::Duration;
 use alloc::boxed::Box;
 
 use crate::budget::Budget;
-use crate::sync::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::stats::Cells;
+use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering::Relaxed};
 
+use self::answers::Answers;
 use self::choice::FULL_HEADROOM;
 use self::histogram::{bucket_of, BUCKETS};
 
+mod answers;
 mod choice;
 mod histogram;
 
@@ -163,8 +166,9 @@ pub(crate) struct LatencyTracker {
     config: AdaptiveConfig,
     /// The delay before enough samples exist.
     fallback: Duration,
-    min_delay: Duration,
-    max_delay: Duration,
+    /// `min_delay..=max_delay`, in nanoseconds (at most [`MAX_ESTIMATE`]'s): a key's
+    /// tracker is kept small.
+    bounds_nanos: (u64, u64),
     /// Nanoseconds per slot (a quarter window), at least 1.
     slot_nanos: u64,
     /// The slot being filled, as a count of slots since the clock's origin.
@@ -175,7 +179,7 @@ pub(crate) struct LatencyTracker {
     /// `STRIPES` stripes (or one) of `SLOTS` rows of `BUCKETS` counters.
     counts: Box<[AtomicU32]>,
     /// The stripes less one: a thread's stripe is its slot masked by it.
-    stripe_mask: usize,
+    stripe_mask: u32,
     /// The delay to use, in nanoseconds, or [`NO_ESTIMATE`].
     estimate_nanos: AtomicU64,
     /// Latencies recorded while there was no estimate: at every `min_samples` of them, an
@@ -196,6 +200,9 @@ pub(crate) struct LatencyTracker {
     estimated_from: AtomicU64,
     /// The budget whose ratio bounds the extra copies [`Choice::Optimal`] plans for.
     budget: Option<Budget>,
+    /// The policy's wins per slot, whose calls answered at their first poll the window
+    /// counts as answering at once: the policy's tracker's, not a key's.
+    answers: Option<Box<Answers>>,
 }
 
 /// The counts of what hedges showed, per slot.
@@ -233,15 +240,14 @@ impl LatencyTracker {
         LatencyTracker {
             config,
             fallback: fallback.clamp(min_delay, max_delay),
-            min_delay,
-            max_delay,
+            bounds_nanos: (nanos(min_delay), nanos(max_delay)),
             slot_nanos,
             current_slot: AtomicU64::new(0),
             slot_end_nanos: AtomicU64::new(slot_nanos),
             counts: (0..stripes * STRIPE_LEN)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
-            stripe_mask: stripes - 1,
+            stripe_mask: (stripes - 1) as u32,
             estimate_nanos: AtomicU64::new(NO_ESTIMATE),
             unestimated: AtomicU32::new(0),
             censored: match config.choice {
@@ -254,7 +260,15 @@ impl LatencyTracker {
             headroom: AtomicU32::new(FULL_HEADROOM),
             estimated_from: AtomicU64::new(u64::MAX),
             budget: budget.clone(),
+            answers: None,
         }
+    }
+
+    /// The tracker, counting the calls that answered at their first poll from the wins
+    /// `cells` count (see [`answers`]).
+    pub(crate) fn counting_answers(mut self, cells: &Arc<Cells>) -> Self {
+        self.answers = Some(Box::new(Answers::new(cells.clone())));
+        self
     }
 
     /// The hedge delay at `now` (the policy's clock): the tracked quantile of the window
@@ -287,6 +301,12 @@ impl LatencyTracker {
         self.estimated_from.store(u64::MAX, Relaxed);
         self.unestimated.store(0, Relaxed);
         self.estimate_nanos.store(NO_ESTIMATE, Relaxed);
+    }
+
+    /// `min_delay` and `max_delay`.
+    fn bounds(&self) -> (Duration, Duration) {
+        let (min, max) = self.bounds_nanos;
+        (Duration::from_nanos(min), Duration::from_nanos(max))
     }
 
     /// The delay before enough samples exist.
@@ -334,7 +354,7 @@ impl LatencyTracker {
         // A key's tracker has one stripe: no need to ask which thread this is.
         let stripe = match self.stripe_mask {
             0 => 0,
-            mask => stripe() & mask,
+            mask => stripe() & mask as usize,
         };
         self.counts[stripe * STRIPE_LEN + at].fetch_add(1, Relaxed);
     }
@@ -415,6 +435,9 @@ impl LatencyTracker {
                     self.shown_in(stale % SLOTS)
                         .iter()
                         .for_each(|count| count.store(0, Relaxed));
+                    if let Some(answers) = &self.answers {
+                        answers.begin(stale);
+                    }
                 }
                 let estimate = self.estimate(slot, false);
                 if estimate != NO_ESTIMATE {
@@ -451,8 +474,8 @@ impl fmt::Debug for LatencyTracker {
             .field("quantile", &self.config.quantile)
             .field("min_samples", &self.config.min_samples)
             .field("window", &self.config.window)
-            .field("min_delay", &self.min_delay)
-            .field("max_delay", &self.max_delay)
+            .field("min_delay", &self.bounds().0)
+            .field("max_delay", &self.bounds().1)
             .field("estimate", &self.estimate_nanos.load(Relaxed))
             .finish()
     }

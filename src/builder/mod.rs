@@ -307,6 +307,10 @@ impl<T> PolicyBuilder<T> {
     where
         T: Timer,
     {
+        let budget = self.settings.budget.clone().map(PolicyBudget::new);
+        let counters = budget
+            .as_ref()
+            .map_or_else(Counters::new, PolicyBudget::counters);
         let mut seed = None;
         let (delays, max_delay) = match (self.settings.delays, self.settings.adaptive) {
             (Delays::Fixed(fallback), Some(adaptive)) => {
@@ -335,6 +339,12 @@ impl<T> PolicyBuilder<T> {
                     budget: self.settings.budget.clone(),
                 };
                 let tracker = LatencyTracker::new(&tracker_seed);
+                // The model predicts copies for every call, the budget is funded by every
+                // call: calls answered at their first poll count, as answering at once.
+                let tracker = match choice {
+                    Choice::Optimal { .. } => tracker.counting_answers(counters.cells()),
+                    Choice::Quantile => tracker,
+                };
                 seed = Some(tracker_seed);
                 (Delays::Adaptive(Arc::new(tracker)), max_delay)
             }
@@ -355,7 +365,7 @@ impl<T> PolicyBuilder<T> {
             catch_unwind: self.settings.catch_unwind,
             replace_failed: self.settings.replace_failed,
             timer: self.timer,
-            counters: Counters::new(),
+            counters,
             #[cfg(not(feature = "std"))]
             rng_seed: core::sync::atomic::AtomicU64::new(0x853c_49e6_748f_ea9b),
             throttle: self
@@ -363,7 +373,7 @@ impl<T> PolicyBuilder<T> {
                 .budget
                 .clone()
                 .filter(|budget| budget.counts_outcomes()),
-            budget: self.settings.budget.map(PolicyBudget::new),
+            budget,
             keys: (self.settings.keys > 0)
                 .then(|| Keys::new(self.settings.keys, seed.as_ref(), self.settings.window)),
             withhold: Withhold::new(self.settings.min_win_rate),
