@@ -3,6 +3,7 @@
 
 use core::time::Duration;
 
+use crate::adaptive::{AdaptiveConfig, Choice, LatencyTracker, TrackerSeed};
 use crate::keyed::{key_of, Keys};
 use crate::Budget;
 
@@ -52,4 +53,49 @@ pub fn give_back(budget: &Budget, copies: usize) {
 /// does before it withdraws.
 pub fn credit(budget: &Budget, ended: u64, earning: u64, now: Duration) {
     budget.credit(ended, earning, now, Duration::ZERO);
+}
+
+/// An adaptive delay's ring of slots (`adaptive_delay(0.5)`, 16 buckets a row under loom).
+pub struct Ring(LatencyTracker);
+
+impl Ring {
+    /// The delay before an estimate: one second.
+    pub const FALLBACK: Duration = Duration::from_secs(1);
+
+    /// A ring of quarter-`window` slots, estimating from `min_samples` latencies.
+    pub fn new(window: Duration, min_samples: u32) -> Self {
+        Ring(LatencyTracker::one_stripe(&TrackerSeed {
+            config: AdaptiveConfig {
+                quantile: 0.5,
+                min_samples,
+                window,
+                choice: Choice::Quantile,
+            },
+            fallback: Self::FALLBACK,
+            min_delay: Duration::ZERO,
+            max_delay: Duration::from_secs(3600),
+            budget: None,
+        }))
+    }
+
+    /// Records `latency`, ended at `now`, as a call's end does.
+    pub fn record(&self, latency: Duration, now: Duration) {
+        self.0.record(latency, now);
+    }
+
+    /// Every latency counted in the ring.
+    pub fn counted(&self) -> u64 {
+        self.0.counted()
+    }
+
+    /// The delay a call gets at `now`.
+    pub fn delay(&self, now: Duration) -> Duration {
+        self.0.delay(now)
+    }
+}
+
+impl core::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Ring").field(&self.0).finish()
+    }
 }

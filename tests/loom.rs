@@ -9,7 +9,7 @@ use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hedging::loom_models::{self, KeyTable};
+use hedging::loom_models::{self, KeyTable, Ring};
 use hedging::{Budget, Hedgeable, Policy};
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
@@ -177,5 +177,58 @@ fn a_ratio_set_while_a_call_is_credited_is_seen_before_or_after() {
         let tokens = budget.tokens();
         assert!(tokens == 0.5 || tokens == 1.0, "{tokens} tokens");
         assert_eq!(budget.ratio(), 1.0);
+    });
+}
+
+/// A ring of 1 ms slots (a 4 ms window).
+const SLOT: Duration = Duration::from_millis(1);
+const MICRO: Duration = Duration::from_micros(1);
+
+#[test]
+fn a_latency_recorded_while_a_slot_turns_is_counted_once() {
+    check(|| {
+        // Both recordings end past the first slot: one thread turns the ring, and the
+        // other counts in the slot current when it reads the ring, the old one while the
+        // turn is under way, never in a row the turn has yet to clear.
+        let ring = Arc::new(Ring::new(4 * SLOT, 1_000));
+        let other = Arc::clone(&ring);
+        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
+        ring.record(2 * MICRO, SLOT + 2 * MICRO);
+        turning.join().unwrap();
+        assert_eq!(ring.counted(), 2, "a recording lost to a turn");
+    });
+}
+
+#[test]
+fn a_latency_of_the_old_slot_racing_a_turn_is_counted_once() {
+    check(|| {
+        let ring = Arc::new(Ring::new(4 * SLOT, 1_000));
+        let other = Arc::clone(&ring);
+        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
+        ring.record(2 * MICRO, SLOT - MICRO);
+        turning.join().unwrap();
+        assert_eq!(ring.counted(), 2, "a recording lost to a turn");
+    });
+}
+
+#[test]
+fn the_published_estimate_is_of_the_newest_window_never_of_a_half_cleared_slot() {
+    check(|| {
+        // The first slot: three latencies of 1 µs and two of 9 µs, a median of 1 µs (9 µs
+        // if the 1 µs bucket were read cleared and the 9 µs one not yet).
+        let ring = Arc::new(Ring::new(4 * SLOT, 5));
+        for latency in [1, 1, 1, 9, 9] {
+            ring.record(latency * MICRO, MICRO);
+        }
+        // One thread turns into the second slot and estimates from the first; the other
+        // jumps a whole window ahead, to a slot that reuses the first slot's row.
+        let other = Arc::clone(&ring);
+        let next = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
+        ring.record(MICRO, 5 * SLOT + MICRO);
+        next.join().unwrap();
+        // The window before the sixth slot (slots 2 to 5) holds nothing: no estimate, the
+        // fallback; an estimate of the first slot, whole or half-cleared, published last,
+        // would have outlived its window.
+        assert_eq!(ring.delay(5 * SLOT + 2 * MICRO), Ring::FALLBACK);
     });
 }

@@ -14,15 +14,16 @@ use crate::model::{kaplan_meier, Goal, Survival};
 use crate::sync::Ordering::Relaxed;
 
 impl LatencyTracker {
-    /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of the complete slots before
-    /// `current`, and with `with_current` of `current` too, as the newest.
+    /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of a window's worth of slots: the
+    /// complete ones before `current`, or with `with_current`, `current` and the three
+    /// before it.
     pub(super) fn estimate(&self, current: u64, with_current: bool) -> u64 {
         let above = current.checked_add(u64::from(with_current));
-        // Newest first: each slot of the window, and its row of the ring.
+        // Newest first: each slot of the window, and its row of the ring. With `current`,
+        // a window's worth of slots ending with it: never the row a turn may be clearing.
         let slots: [Option<(u64, usize)>; SLOTS as usize] = core::array::from_fn(|back| {
             let slot = above?.checked_sub(back as u64 + 1)?;
-            (back < SLOTS_PER_WINDOW as usize + usize::from(with_current))
-                .then_some((slot, (slot % SLOTS) as usize))
+            (back < SLOTS_PER_WINDOW as usize).then_some((slot, (slot % SLOTS) as usize))
         });
         // Latencies that ended, and censored ones (with `Choice::Optimal`), per bucket.
         let mut window = [0u64; BUCKETS];

@@ -12,8 +12,9 @@
 //! Latencies go into a log-linear histogram (16 buckets per power of two from 16 µs, exact
 //! below: at most 6.25% relative error) of atomic counters. Time is cut into slots of a
 //! quarter window; a ring of five slots keeps the last four complete ones plus the one
-//! being filled. When a recording lands in a new slot, the recorder that notices
-//! clears the slot it reuses and recomputes the estimate from the four complete slots, so
+//! being filled. When a recording lands in a new slot, the recorder that claims the turn
+//! clears the slot it reuses, makes it current and recomputes the estimate from the four
+//! complete slots (turns never overlap, and a row is current only once cleared), so
 //! a delay read is one atomic load and a recording is one `fetch_add` (two on a slot
 //! change per quarter window). Until there is an estimate, every `min_samples`-th
 //! recording publishes one from the slot being filled as well, so the first estimate
@@ -40,7 +41,10 @@ use alloc::boxed::Box;
 
 use crate::budget::Budget;
 use crate::stats::Cells;
-use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::sync::{
+    Arc, AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use self::answers::Answers;
 use self::choice::FULL_HEADROOM;
@@ -63,6 +67,8 @@ const STRIPE_LEN: usize = SLOTS as usize * BUCKETS;
 const SLOTS_PER_WINDOW: u32 = (SLOTS - 1) as u32;
 /// The cached delay before enough samples exist.
 const NO_ESTIMATE: u64 = u64::MAX;
+/// The slot's end while a turn is under way: no time reaches it, so no other turn starts.
+const TURNING: u64 = u64::MAX;
 /// The longest delay the estimate holds (`u64::MAX - 1` nanoseconds, about 584 years):
 /// `min_delay` and `max_delay` are clamped to it, so they bound the estimate exactly.
 pub(crate) const MAX_ESTIMATE: Duration = Duration::from_nanos(NO_ESTIMATE - 1);
@@ -309,6 +315,16 @@ impl LatencyTracker {
         (Duration::from_nanos(min), Duration::from_nanos(max))
     }
 
+    /// Every latency the ring counts, in any slot.
+    #[cfg(loom)]
+    pub(crate) fn counted(&self) -> u64 {
+        self.counts
+            .iter()
+            .chain(self.censored.iter())
+            .map(|count| u64::from(count.load(Relaxed)))
+            .sum()
+    }
+
     /// The delay before enough samples exist.
     pub(crate) fn fallback(&self) -> Duration {
         self.fallback
@@ -316,7 +332,7 @@ impl LatencyTracker {
 
     /// Records one latency observed at `now` (the policy's clock).
     #[inline]
-    #[cfg(test)]
+    #[cfg(any(test, loom))]
     pub(crate) fn record(&self, latency: Duration, now: Duration) {
         self.record_ending(&Ending {
             sample: Sample::new(latency, now),
@@ -333,7 +349,8 @@ impl LatencyTracker {
         let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
             self.rotate(now_nanos / self.slot_nanos)
         } else {
-            self.current_slot.load(Relaxed)
+            // Acquire: the row of a slot made current was cleared first.
+            self.current_slot.load(Acquire)
         };
         let row = (slot % SLOTS) as usize * BUCKETS;
         // The common ending, an original that answered in a call that asked for no
@@ -404,50 +421,63 @@ impl LatencyTracker {
         }
     }
 
-    /// Moves the ring to `slot`: the thread that wins the move clears the slots it reuses
-    /// and publishes the estimate of the window that just completed. Returns the slot to
-    /// record into.
+    /// Moves the ring to `slot`: the thread that claims the turn clears the rows it reuses,
+    /// then makes `slot` current, publishes the estimate of the window that just completed,
+    /// and last sets the new slot's end, which lets the next turn be claimed. Returns the
+    /// slot to record into.
+    ///
+    /// A recording counts in the slot current when it reads the ring: while a turn is under
+    /// way that is still the old one, and a row is current only once it is cleared, so no
+    /// recording is cleared away. Turns never overlap, so an estimate never reads a row a
+    /// turn is clearing. (A recorder preempted between reading the slot and counting for
+    /// longer than a whole window would count in the slot that reuses its row.)
     #[cold]
     fn rotate(&self, slot: u64) -> u64 {
-        let seen = self.current_slot.load(Relaxed);
-        if slot <= seen {
+        let seen = self.current_slot.load(Acquire);
+        let end = self.slot_end_nanos.load(Relaxed);
+        if slot <= seen || end == TURNING {
             return seen;
         }
-        match self
-            .current_slot
-            .compare_exchange(seen, slot, Relaxed, Relaxed)
+        // The claim: a turn completed since `seen` was read changed `end`, and fails it.
+        if self
+            .slot_end_nanos
+            .compare_exchange(end, TURNING, Acquire, Relaxed)
+            .is_err()
         {
-            Ok(_) => {
-                let end = slot.saturating_add(1).saturating_mul(self.slot_nanos);
-                self.slot_end_nanos.store(end, Relaxed);
-                // A recording racing this clear may be lost; one sample in a window is noise.
-                for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
-                    let row = (stale % SLOTS) as usize * BUCKETS;
-                    for stripe in self
-                        .counts
-                        .chunks(STRIPE_LEN)
-                        .chain(self.censored.chunks(STRIPE_LEN))
-                    {
-                        stripe[row..row + BUCKETS]
-                            .iter()
-                            .for_each(|count| count.store(0, Relaxed));
-                    }
-                    self.shown_in(stale % SLOTS)
-                        .iter()
-                        .for_each(|count| count.store(0, Relaxed));
-                    if let Some(answers) = &self.answers {
-                        answers.begin(stale);
-                    }
-                }
-                let estimate = self.estimate(slot, false);
-                if estimate != NO_ESTIMATE {
-                    self.estimated_from.fetch_min(slot, Relaxed);
-                }
-                self.estimate_nanos.store(estimate, Relaxed);
-                slot
-            }
-            Err(newer) => newer.max(slot),
+            return self.current_slot.load(Acquire);
         }
+        let seen = self.current_slot.load(Relaxed);
+        let slot = slot.max(seen);
+        for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
+            let row = (stale % SLOTS) as usize * BUCKETS;
+            for stripe in self
+                .counts
+                .chunks(STRIPE_LEN)
+                .chain(self.censored.chunks(STRIPE_LEN))
+            {
+                stripe[row..row + BUCKETS]
+                    .iter()
+                    .for_each(|count| count.store(0, Relaxed));
+            }
+            self.shown_in(stale % SLOTS)
+                .iter()
+                .for_each(|count| count.store(0, Relaxed));
+            if let Some(answers) = &self.answers {
+                answers.begin(stale);
+            }
+        }
+        // The cleared rows before the slot that counts in them.
+        self.current_slot.store(slot, Release);
+        if slot > seen {
+            let estimate = self.estimate(slot, false);
+            if estimate != NO_ESTIMATE {
+                self.estimated_from.fetch_min(slot, Relaxed);
+            }
+            self.estimate_nanos.store(estimate, Relaxed);
+        }
+        let end = slot.saturating_add(1).saturating_mul(self.slot_nanos);
+        self.slot_end_nanos.store(end.min(TURNING - 1), Release);
+        slot
     }
 }
 
