@@ -5,6 +5,8 @@ use core::time::Duration;
 
 use crate::adaptive::{AdaptiveConfig, Choice, LatencyTracker, TrackerSeed};
 use crate::keyed::{key_of, Keys};
+use crate::stats::{Cells, Counter, Counters};
+use crate::sync::Arc;
 use crate::Budget;
 
 /// A policy's keyed table without trackers: its places and their keys.
@@ -97,5 +99,44 @@ impl Ring {
 impl core::fmt::Debug for Ring {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_tuple("Ring").field(&self.0).finish()
+    }
+}
+
+/// One policy's place among the members of a shared budget, and the counters its calls
+/// end in.
+pub struct Member {
+    budget: Budget,
+    place: Arc<crate::budget::Member>,
+    counters: Counters,
+}
+
+impl Member {
+    /// A new policy's place in `budget`.
+    pub fn join(budget: &Budget) -> Self {
+        let place = budget.join(Cells::new());
+        let counters = Counters::sharing(place.cells().clone());
+        Member {
+            budget: budget.clone(),
+            place,
+            counters,
+        }
+    }
+
+    /// A call of this policy that asked for no copy ends, won.
+    pub fn end_call(&self) {
+        self.counters.add(&[Counter::Wins]);
+    }
+
+    /// A call of this policy asks for its first copy at `now`, as a hedge does: its
+    /// policy's calls are credited first, every member's if the bucket is short. `None`
+    /// when refused.
+    pub fn ask(&self, now: Duration) -> Option<bool> {
+        self.budget.admit(&self.place, true, || now).ok()
+    }
+}
+
+impl core::fmt::Debug for Member {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Member").finish_non_exhaustive()
     }
 }

@@ -9,7 +9,7 @@ use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hedging::loom_models::{self, KeyTable, Ring};
+use hedging::loom_models::{self, KeyTable, Member, Ring};
 use hedging::{Budget, Hedgeable, Policy};
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
@@ -230,5 +230,74 @@ fn the_published_estimate_is_of_the_newest_window_never_of_a_half_cleared_slot()
         // fallback; an estimate of the first slot, whole or half-cleared, published last,
         // would have outlived its window.
         assert_eq!(ring.delay(5 * SLOT + 2 * MICRO), Ring::FALLBACK);
+    });
+}
+
+#[test]
+fn a_budget_shared_by_two_policies_never_hands_out_more_than_they_earned_plus_its_cap() {
+    check(|| {
+        // One token to start with, at most one saved; each policy ends one call that asked
+        // for nothing (half a token each), then one of its calls asks. Each policy's ask
+        // credits its own calls, and, where the bucket is short, every policy's: a call
+        // credited by both would create a token.
+        let budget = Budget::new(0.5).burst(1.0);
+        let granted = Arc::new(AtomicUsize::new(0));
+        let policy = |member: Member, granted: Arc<AtomicUsize>| {
+            move || {
+                member.end_call();
+                if member.ask(SEC).is_some() {
+                    granted.fetch_add(1, SeqCst);
+                }
+            }
+        };
+        let (a, b) = (Member::join(&budget), Member::join(&budget));
+        let other = thread::spawn(policy(b, Arc::clone(&granted)));
+        policy(a, Arc::clone(&granted))();
+        other.join().unwrap();
+        let granted = granted.load(SeqCst) as f64;
+        assert!(budget.tokens() >= 0.0);
+        assert!(
+            granted + budget.tokens() <= 1.0 + 2.0 * 0.5,
+            "{granted} copies granted, {} tokens left",
+            budget.tokens()
+        );
+        assert!(
+            granted >= 1.0,
+            "the starting token was there for the first ask"
+        );
+    });
+}
+
+#[test]
+fn a_policy_switched_off_while_a_call_asks_is_seen_on_or_off() {
+    check(|| {
+        let policy = Policy::builder().max_copies(3).delay(SEC).build();
+        let switch = policy.clone();
+        let other = thread::spawn(move || switch.set_enabled(false));
+        let copies = policy.copies_allowed(3);
+        assert!(copies == 3 || copies == 1, "{copies} copies");
+        other.join().unwrap();
+        // Once the switch returned, every call that begins runs its original alone.
+        assert_eq!(policy.copies_allowed(3), 1);
+        let answer: Result<u32, ()> = answered_at_once((|| async { Ok(7) }).hedged(&policy));
+        assert_eq!(answer, Ok(7));
+    });
+}
+
+#[test]
+fn a_keys_place_is_never_taken_while_it_is_in_use() {
+    check(|| {
+        // One place. A holds it, and uses it again while B, whose places are the same one,
+        // looks for room half an idle window later: the place is in use, so B finds none,
+        // and A keeps it.
+        let table = Arc::new(KeyTable::new(1, SEC));
+        let now = 10 * SEC;
+        let held = table.find_or_take(KEY_A, now).expect("a free place");
+        let other = Arc::clone(&table);
+        let b = thread::spawn(move || other.find_or_take(KEY_B, now + SEC / 2));
+        let again = table.find_or_take(KEY_A, now + SEC / 2);
+        assert_eq!(b.join().unwrap(), None, "B took a place in use");
+        assert_eq!(again, Some(held), "A lost its place while using it");
+        assert_eq!(table.held_at(held), KEY_A);
     });
 }
