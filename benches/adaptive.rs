@@ -5,6 +5,10 @@
 //! `cargo bench --bench adaptive`. The clock is a counter (no system call), so the
 //! difference between the two is the tracker's own cost plus one extra clock read.
 //!
+//! `cargo bench --bench adaptive -- contention`: the same armed call on one thread and on
+//! two at once, through one policy and through a policy each (`docs/performance.md`,
+//! "Threads calling at once").
+//!
 //! For instruction counts that do not depend on the machine's load, run the same calls
 //! under callgrind without criterion: `HEDGING_BENCH_LOOP=<fixed_delay|adaptive_delay>:<calls>`
 //! makes the binary run that many calls and exit; the difference between two call counts
@@ -19,7 +23,7 @@ use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -98,34 +102,94 @@ fn one_thread(c: &mut Criterion) {
     group.finish();
 }
 
-/// Two threads calling through one policy: the recordings share the histogram's lines.
-fn two_threads(c: &mut Criterion) {
-    let mut group = c.benchmark_group("pending_then_wins_2_threads");
-    for (name, policy) in policies() {
-        group.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                let start = Arc::new(Barrier::new(2));
-                let other = {
-                    let (policy, start) = (policy.clone(), Arc::clone(&start));
-                    std::thread::spawn(move || {
-                        let mut cx = Context::from_waker(Waker::noop());
-                        start.wait();
-                        for _ in 0..iters {
-                            black_box(pending_then_wins(&policy, &mut cx));
-                        }
-                    })
-                };
-                let mut cx = Context::from_waker(Waker::noop());
-                start.wait();
-                let began = Instant::now();
-                for _ in 0..iters {
-                    black_box(pending_then_wins(&policy, &mut cx));
-                }
-                let took = began.elapsed();
-                other.join().expect("the other caller finishes");
-                took
+/// A contention case: its name, how its policy is made, and whether its calls are keyed.
+type Case<'a> = (&'a str, &'a dyn Fn() -> Policy<CounterClock>, bool);
+
+/// One armed call on `policy`, keyed by a host name when `keyed`.
+#[inline]
+fn armed_call(policy: &Policy<CounterClock>, keyed: bool, cx: &mut Context<'_>) -> u32 {
+    if !keyed {
+        return pending_then_wins(policy, cx);
+    }
+    let mut call = std::pin::pin!((|| YieldOnce(false))
+        .hedged(policy)
+        .key("replica-1.internal"));
+    assert!(call.as_mut().poll(cx).is_pending());
+    match call.as_mut().poll(cx) {
+        Poll::Ready(Ok(value)) => value,
+        _ => unreachable!("the original wins on its second poll"),
+    }
+}
+
+/// Runs `calls` armed calls on each of `policies` at once, a thread each, started together;
+/// returns the slowest thread's time, so a case's time per call is a thread's.
+fn on_threads(calls: u64, policies: &[&Policy<CounterClock>], keyed: bool) -> Duration {
+    let start = Barrier::new(policies.len());
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = policies
+            .iter()
+            .map(|&policy| {
+                let start = &start;
+                scope.spawn(move || {
+                    let mut cx = Context::from_waker(Waker::noop());
+                    // The thread's first call claims its stats shard and stripe: off the clock.
+                    black_box(armed_call(policy, keyed, &mut cx));
+                    start.wait();
+                    let began = Instant::now();
+                    for _ in 0..calls {
+                        black_box(armed_call(policy, keyed, &mut cx));
+                    }
+                    began.elapsed()
+                })
             })
-        });
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| thread.join().expect("a caller finishes"))
+            .max()
+            .expect("one thread at least")
+    })
+}
+
+/// What threads calling at once cost each other: the armed path (the original pending at
+/// first, then winning) on one thread, on two threads through one policy, and on two
+/// threads each through a policy of its own, for a fixed delay, an adaptive delay and an
+/// adaptive delay with keys. On one policy the threads share the stats' and the
+/// histogram's stripes only where their thread slots collide, the budget-free policy's
+/// settings (read only), and, keyed, the key's place and its one-stripe histogram.
+fn contention(c: &mut Criterion) {
+    let mut group = c.benchmark_group("contention");
+    let builder = || {
+        Policy::builder()
+            .max_copies(2)
+            .delay(Duration::from_millis(10))
+            .timer(CounterClock)
+    };
+    let cases: [Case<'_>; 3] = [
+        ("fixed_delay", &|| builder().build(), false),
+        (
+            "adaptive_delay",
+            &|| builder().adaptive_delay(0.95).build(),
+            false,
+        ),
+        (
+            "adaptive_keyed",
+            &|| builder().adaptive_delay(0.95).adaptive_keys(16).build(),
+            true,
+        ),
+    ];
+    for (name, make, keyed) in cases {
+        let (shared, own) = (make(), make());
+        let runs: [(&str, Vec<&Policy<CounterClock>>); 3] = [
+            ("1_thread", vec![&shared]),
+            ("2_threads_one_policy", vec![&shared, &shared]),
+            ("2_threads_own_policies", vec![&shared, &own]),
+        ];
+        for (threads, policies) in runs {
+            group.bench_function(format!("{name}/{threads}"), |b| {
+                b.iter_custom(|calls| on_threads(calls, &policies, keyed))
+            });
+        }
     }
     group.finish();
 }
@@ -195,7 +259,7 @@ fn one_choice(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, one_thread, two_threads, one_choice);
+criterion_group!(benches, one_thread, contention, one_choice);
 
 fn main() {
     if let Ok(spec) = std::env::var("HEDGING_BENCH_LOOP") {

@@ -1,6 +1,7 @@
 //! [`Stats`] and the per-thread counters it sums. Each thread that counts owns a
 //! cache line of counters in every policy it uses, so a call's path does no atomic
-//! read-modify-write and threads never contend for a line.
+//! read-modify-write and threads never contend for a line: up to 32 threads; the
+//! threads past them share one overflow line, counted atomically.
 
 use crate::sync::{Arc, AtomicU64, Ordering::Relaxed};
 

@@ -56,7 +56,10 @@ mod histogram;
 
 /// Slots in the ring: four complete ones make the window, one is being filled.
 const SLOTS: u64 = 5;
-/// Copies of the ring, so threads recording at once rarely share a cache line.
+/// Copies of the ring, so threads recording at once rarely share a cache line: a thread
+/// records in the stripe of its stats slot, so with more threads than stripes, threads
+/// whose slots collide share a stripe's bucket lines (a quarter of them each, with four).
+/// The slot and the estimate every call reads are written once per quarter window.
 #[cfg(feature = "std")]
 const STRIPES: usize = 4;
 #[cfg(not(feature = "std"))]

@@ -151,6 +151,9 @@ struct Inner {
     config: Config,
     /// Units deposited per earning call (a bucket) or per winning copy (throttling).
     ratio_units: AtomicU64,
+    /// The tokens, in units. With `outstanding`, the one line every policy sharing the
+    /// budget writes: only where a call asks for a copy (a few calls in a hundred), never
+    /// where it answers in time, so more cores contend on it only as hedges come together.
     balance: AtomicU64,
     /// The calls credited in each slot of the last second, for the savings cap.
     recent: Recent,
