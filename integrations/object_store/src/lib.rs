@@ -326,25 +326,25 @@ where
     T: Timer + fmt::Debug + Send + Sync + 'static,
     T::Sleep: Send,
 {
-    /// The body of `read`, its `first` chunk delivered, the `rest` resumed (by races
-    /// keyed by `key`) when it stalls; as it came if the answer names no version to
-    /// resume from.
-    #[allow(clippy::too_many_arguments)] // one private call site; a struct would only rename them
+    /// The `body` of `read`: a body under way, its first chunk delivered, the rest resumed
+    /// (by races keyed by `key`) when it stalls; as it came if it is whole, if stalls are
+    /// not resumed, or if the answer names no version to resume from.
     fn resuming(
         &self,
         location: &Path,
         options: GetOptions,
         key: K::Key,
         read: &ReadAhead,
-        first: Bytes,
-        rest: Body<Error>,
+        body: rule::ReadAhead<Error>,
         copies_left: usize,
     ) -> Body<Error> {
         let e_tag = rule::strong_e_tag(read.meta.e_tag.as_deref()).map(str::to_owned);
         let version = read.meta.version.clone();
-        if e_tag.is_none() && version.is_none() {
-            return rule::ReadAhead::Started { first, rest }.replayed();
-        }
+        let resumable = self.resume_stalls && (e_tag.is_some() || version.is_some());
+        let (first, rest) = match body {
+            rule::ReadAhead::Started { first, rest } if resumable => (first, rest),
+            body => return body.replayed(),
+        };
         let source = Source {
             inner: Arc::clone(&self.inner),
             location: location.clone(),
@@ -409,13 +409,9 @@ where
             let read = call.as_mut().await?;
             (read, call.copies_started())
         };
-        let stream = match read.take_body() {
-            rule::ReadAhead::Started { first, rest } if self.resume_stalls => {
-                let copies_left = self.policy.max_copies().saturating_sub(copies_started);
-                self.resuming(location, options, key, &read, first, rest, copies_left)
-            }
-            body => body.replayed(),
-        };
+        let body = read.take_body();
+        let copies_left = self.policy.max_copies().saturating_sub(copies_started);
+        let stream = self.resuming(location, options, key, &read, body, copies_left);
         Ok(read.into_result(stream))
     }
 
