@@ -7,6 +7,8 @@
 //!   slot counts what hedges showed (started, won, refused).
 //! - `choice.rs`: how a window becomes a delay (a quantile, or the model's choice within
 //!   the budget's headroom), the queueing guard and its probes.
+//! - `ending.rs`: what a call's end tells the tracker (its sample, what hedges showed).
+//! - `answers.rs`: the calls answered at their first poll, for `optimal_delay`.
 //! - `histogram.rs`: the buckets' arithmetic.
 //!
 //! Latencies go into a log-linear histogram (16 buckets per power of two from 16 µs, exact
@@ -48,11 +50,15 @@ use crate::sync::{
 
 use self::answers::Answers;
 use self::choice::FULL_HEADROOM;
-use self::histogram::{bucket_of, BUCKETS};
+use self::histogram::BUCKETS;
 
 mod answers;
 mod choice;
+mod ending;
 mod histogram;
+
+pub(crate) use self::ending::{Ending, Sample, Shown};
+use self::ending::{HEDGED, HEDGE_WON, REFUSED, SHOWN};
 
 /// Slots in the ring: four complete ones make the window, one is being filled.
 const SLOTS: u64 = 5;
@@ -107,69 +113,6 @@ pub(crate) struct TrackerSeed {
     pub(crate) budget: Option<Budget>,
 }
 
-/// What a call that ran long enough to read the clock tells the tracker at its end.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Ending {
-    /// The original's latency, or its age when it was dropped.
-    pub(crate) sample: Sample,
-    /// What the call showed: [`Shown`] bits, none for an original that answered in a
-    /// call that asked for no copy.
-    pub(crate) shown: Shown,
-}
-
-/// What a call's end showed (its original censored, its hedges started, won, refused),
-/// as bits: a tracker tests them once, as a whole.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Shown(u8);
-
-impl Shown {
-    /// The clock started a copy of the call.
-    pub(crate) const HEDGED: Shown = Shown(1 << HEDGED);
-    /// The budget refused a copy of the call.
-    pub(crate) const REFUSED: Shown = Shown(1 << REFUSED);
-    /// A copy other than the original won the call.
-    pub(crate) const HEDGE_WON: Shown = Shown(1 << HEDGE_WON);
-    /// The original was dropped still running: its latency is only known to exceed the
-    /// sample (censored).
-    pub(crate) const CENSORED: Shown = Shown(1 << 7);
-
-    /// These bits, and `bits` if `set`.
-    pub(crate) const fn with(self, bits: Shown, set: bool) -> Shown {
-        if set {
-            Shown(self.0 | bits.0)
-        } else {
-            self
-        }
-    }
-
-    /// Whether the bit of the count of what hedges showed at `count` ([`SHOWN`]) is set.
-    fn has(self, count: usize) -> bool {
-        self.0 & (1 << count) != 0
-    }
-
-    fn is_censored(self) -> bool {
-        self.0 & Shown::CENSORED.0 != 0
-    }
-}
-
-/// One latency to record: its bucket and when it was observed, in nanoseconds.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Sample {
-    bucket: usize,
-    now_nanos: u64,
-}
-
-impl Sample {
-    /// `latency`, observed at `now` (the policy's clock).
-    #[inline]
-    pub(crate) fn new(latency: Duration, now: Duration) -> Self {
-        Sample {
-            bucket: bucket_of(latency),
-            now_nanos: nanos(now),
-        }
-    }
-}
-
 /// Tracks recent latencies of original copies and turns them into a hedge delay.
 pub(crate) struct LatencyTracker {
     config: AdaptiveConfig,
@@ -213,15 +156,6 @@ pub(crate) struct LatencyTracker {
     /// counts as answering at once: the policy's tracker's, not a key's.
     answers: Option<Box<Answers>>,
 }
-
-/// The counts of what hedges showed, per slot.
-const SHOWN: usize = 3;
-/// Calls in which the clock started a copy.
-const HEDGED: usize = 0;
-/// Calls in which the budget refused a copy.
-const REFUSED: usize = 1;
-/// Calls a copy other than the original won.
-const HEDGE_WON: usize = 2;
 
 impl LatencyTracker {
     pub(crate) fn new(seed: &TrackerSeed) -> Self {
