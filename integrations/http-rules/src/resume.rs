@@ -262,13 +262,20 @@ impl Pace {
     }
 }
 
-/// The verdict on one copy of a resume race: errors another copy would repeat are fatal.
-fn verdict<S: Source>(result: &Next<S::Error>) -> Verdict {
+/// The verdict on one copy of a read: a win, an error another copy would repeat
+/// (`is_fatal`: the store's rule), or an error another copy may not. The object_store
+/// and OpenDAL integrations classify their reads by it, and a resume race its copies.
+pub fn verdict_by<V, E>(result: &Result<V, E>, is_fatal: impl Fn(&E) -> bool) -> Verdict {
     match result {
         Ok(_) => Verdict::Win,
-        Err(error) if S::is_fatal(error) => Verdict::Fatal,
+        Err(error) if is_fatal(error) => Verdict::Fatal,
         Err(_) => Verdict::Retry,
     }
+}
+
+/// The verdict on one copy of a resume race, by its source's rule.
+fn verdict<S: Source>(result: &Next<S::Error>) -> Verdict {
+    verdict_by(result, S::is_fatal)
 }
 
 impl<S, T> Resuming<S, T>

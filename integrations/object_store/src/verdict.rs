@@ -6,11 +6,7 @@ use object_store::{Error, Result};
 
 /// The verdict on one copy of a read: errors another copy would repeat are fatal.
 pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
-    match result {
-        Ok(_) => Verdict::Win,
-        Err(error) if is_fatal(error) => Verdict::Fatal,
-        Err(_) => Verdict::Retry,
-    }
+    hedging_http_rules::resume::verdict_by(result, is_fatal)
 }
 
 /// Whether `error` says the request itself cannot succeed, so another copy would fail

@@ -16,11 +16,7 @@ pub(crate) struct Settings<T, K> {
 
 /// The verdict on one copy of a call: errors another copy would repeat are fatal.
 pub(crate) fn verdict<V>(result: &Result<V>) -> Verdict {
-    match result {
-        Ok(_) => Verdict::Win,
-        Err(error) if is_fatal(error) => Verdict::Fatal,
-        Err(_) => Verdict::Retry,
-    }
+    hedging_http_rules::resume::verdict_by(result, is_fatal)
 }
 
 /// Whether `error` says the call itself cannot succeed, so another copy would fail the
