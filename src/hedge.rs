@@ -232,10 +232,9 @@ impl<F: Factory, P: AsPolicy, C, D, K: CallKey> Hedge<F, P, C, D, K> {
         let this = self.project();
         let CallParts { policy, state } = this.call.project();
         let settings = policy.as_policy().settings();
-        let key = state.key_hash(this.key, settings);
         let work = (FutureCopier(this.factory), this.classify);
         let mut poller = Poller::new(work, this.deadlines, settings, cx, &entry);
-        let ran = state.run(&mut poller, entry, key);
+        let ran = state.run(&mut poller, entry, this.key);
         ran.map(|(end, _)| output(end))
     }
 }

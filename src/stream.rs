@@ -130,10 +130,9 @@ where
                 }
             },
         };
-        let key = state.key_hash(this.key, settings);
         let work = (copier, this.classify);
         let mut poller = Poller::new(work, this.deadlines, settings, cx, &entry);
-        let ran = state.run(&mut poller, entry, key);
+        let ran = state.run(&mut poller, entry, this.key);
         let (end, stays) = core::task::ready!(ran);
         *this.committed = stays;
         Poll::Ready(item(end))

@@ -126,16 +126,6 @@ impl<C, S, T, E> State<C, S, T, E> {
         }
     }
 
-    /// The hash of the call's key for its race, about to be made, on a policy with keys;
-    /// none otherwise. A call answered before it needs a race never reads its key.
-    #[inline]
-    pub(crate) fn key_hash<K: CallKey, Tm>(&self, key: &K, settings: &Settings<Tm>) -> Option<Key> {
-        match settings.keys.is_some() && self.racing.get().is_none() {
-            true => key.key_hash().0,
-            false => None,
-        }
-    }
-
     /// The copies this call may start (its own cap, until its race is made).
     pub(crate) fn max_copies(&self) -> usize {
         match self.racing.get() {
@@ -215,10 +205,10 @@ impl<C, S, T, E> State<C, S, T, E> {
     /// The call's race and its copies; the race is made here, for a call with `key`, if
     /// the call has none yet, with its original started and polled once.
     #[inline]
-    pub(crate) fn race<Tm>(
+    pub(crate) fn race<K: CallKey, Tm>(
         self: Pin<&mut Self>,
         settings: &Settings<Tm>,
-        key: Option<Key>,
+        key: &K,
     ) -> (&mut Race<T, E>, InFlight<'_, C, S>) {
         let this = self.project();
         let cap = *this.max_copies;
@@ -228,7 +218,7 @@ impl<C, S, T, E> State<C, S, T, E> {
             // At most `PolicyBuilder::MAX_COPIES` (64): a byte holds it.
             let max_copies = settings.copies_allowed(usize::from(cap)) as u8;
             Racing {
-                race: Race::new(max_copies, key),
+                race: Race::new(max_copies, key_hash(key, settings)),
                 hedges: ColdTaken(None),
                 sleep: None,
             }
@@ -326,16 +316,16 @@ impl<C, S, T, E> State<C, S, T, E> {
     }
 
     /// The one run path of a call past its fast path: makes the race if the call has
-    /// none (for the hash `key` of the call's key, from [`State::key_hash`]), drives the
+    /// none (for the call's `key`, hashed then, see [`key_hash`]), drives the
     /// copies from `entry`, and when the race ends concludes it (every copy dropped but a
     /// winner that stays, the call counted) and marks the call done. Returns the end, and
     /// the index of the copy that stays if one does.
     #[inline(always)]
-    pub(crate) fn run<K, Cl, D, Tm>(
+    pub(crate) fn run<K, Cl, D, Tm, Ck: CallKey>(
         mut self: Pin<&mut Self>,
         poller: &mut Poller<'_, '_, K, Cl, Tm, D>,
         entry: RaceEntry<T, E>,
-        key: Option<Key>,
+        key: &Ck,
     ) -> Poll<(End<T, E>, Option<usize>)>
     where
         K: Copier<Copy = C, Ok = T, Error = E>,
@@ -352,6 +342,16 @@ impl<C, S, T, E> State<C, S, T, E> {
         let stays = copies.conclude::<K, _>(race, settings, &end);
         self.done();
         Poll::Ready((end, stays))
+    }
+}
+
+/// The hash of a call's `key` for its race, being made, on a policy with keys; none
+/// otherwise. A call answered before it needs a race never reads its key.
+#[inline(always)]
+fn key_hash<K: CallKey, Tm>(key: &K, settings: &Settings<Tm>) -> Option<Key> {
+    match settings.keys.is_some() {
+        true => key.key_hash().0,
+        false => None,
     }
 }
 
