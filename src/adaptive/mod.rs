@@ -282,6 +282,20 @@ impl LatencyTracker {
     /// record the same ending.
     #[inline(always)]
     pub(crate) fn record_ending(&self, ending: &Ending) {
+        self.record_in_stripe(ending, true);
+    }
+
+    /// [`LatencyTracker::record_ending`] for a key's tracker, made with one stripe
+    /// ([`LatencyTracker::one_stripe`]): its latency is counted in the first stripe
+    /// without asking which thread records (any stripe counts the same).
+    #[inline(always)]
+    pub(crate) fn record_key_ending(&self, ending: &Ending) {
+        self.record_in_stripe(ending, false);
+    }
+
+    /// Records `ending`; `striped`: in this thread's stripe, else in the first.
+    #[inline(always)]
+    fn record_in_stripe(&self, ending: &Ending, striped: bool) {
         let Sample { bucket, now_nanos } = ending.sample;
         let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
             self.rotate(now_nanos / self.slot_nanos)
@@ -294,8 +308,10 @@ impl LatencyTracker {
         // copy, tests one byte; a censored latency or hedges to show take the cold path.
         if ending.shown != Shown::default() {
             self.record_unusual(slot, row + bucket, ending);
-        } else {
+        } else if striped {
             self.count_ended(row + bucket);
+        } else {
+            self.counts[row + bucket].fetch_add(1, Relaxed);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
             self.recorded_without_estimate(slot);

@@ -267,7 +267,7 @@ fn record_latency<Tm: Timer>(
         tracker.record_ending(&ending);
         if let Some(entry) = settings.kept(key) {
             if let Some(tracker) = &entry.tracker {
-                tracker.record_ending(&ending);
+                tracker.record_key_ending(&ending);
             }
         }
     }
