@@ -128,6 +128,9 @@ pub(crate) struct LatencyTracker {
     /// When the slot being filled ends, in nanoseconds: a recording compares against it
     /// instead of dividing.
     slot_end_nanos: AtomicU64,
+    /// Where the slot being filled starts in a stripe ([`row_of`] it): a recording reads
+    /// it instead of taking the slot modulo the ring.
+    current_row: AtomicU32,
     /// `STRIPES` stripes (or one) of `SLOTS` rows of `BUCKETS` counters.
     counts: Box<[AtomicU32]>,
     /// The stripes less one: a thread's stripe is its slot masked by it.
@@ -187,9 +190,11 @@ impl LatencyTracker {
             slot_nanos,
             current_slot: AtomicU64::new(0),
             slot_end_nanos: AtomicU64::new(slot_nanos),
+            current_row: AtomicU32::new(0),
             counts: (0..stripes * STRIPE_LEN)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
+            // A `u32`: with `current_row` one word, so a key's entry keeps its size.
             stripe_mask: (stripes - 1) as u32,
             estimate_nanos: AtomicU64::new(NO_ESTIMATE),
             unestimated: AtomicU32::new(0),
@@ -297,24 +302,23 @@ impl LatencyTracker {
     #[inline(always)]
     fn record_in_stripe(&self, ending: &Ending, striped: bool) {
         let Sample { bucket, now_nanos } = ending.sample;
-        let slot = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
-            self.rotate(now_nanos / self.slot_nanos)
+        let row = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
+            row_of(self.rotate(now_nanos / self.slot_nanos))
         } else {
-            // Acquire: the row of a slot made current was cleared first.
-            self.current_slot.load(Acquire)
+            // Acquire: a row made current was cleared first.
+            self.current_row.load(Acquire) as usize
         };
-        let row = (slot % SLOTS) as usize * BUCKETS;
         // The common ending, an original that answered in a call that asked for no
         // copy, tests one byte; a censored latency or hedges to show take the cold path.
         if ending.shown != Shown::default() {
-            self.record_unusual(slot, row + bucket, ending);
+            self.record_unusual(row + bucket, ending);
         } else if striped {
             self.count_ended(row + bucket);
         } else {
             self.counts[row + bucket].fetch_add(1, Relaxed);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
-            self.recorded_without_estimate(slot);
+            self.recorded_without_estimate();
         }
     }
 
@@ -329,15 +333,16 @@ impl LatencyTracker {
         self.counts[stripe * STRIPE_LEN + at].fetch_add(1, Relaxed);
     }
 
-    /// Records an ending that is censored or shows what hedges did, in `slot`, at `at`.
+    /// Records an ending that is censored or shows what hedges did, at `at` (its row of
+    /// the ring and its bucket).
     #[cold]
-    fn record_unusual(&self, slot: u64, at: usize, ending: &Ending) {
+    fn record_unusual(&self, at: usize, ending: &Ending) {
         if ending.shown.is_censored() && !self.censored.is_empty() {
             self.censored[at].fetch_add(1, Relaxed);
         } else {
             self.count_ended(at);
         }
-        self.show(slot, ending.shown);
+        self.show((at / BUCKETS) as u64, ending.shown);
     }
 
     /// The counts of what hedges showed in the slot at `row` of the ring.
@@ -346,20 +351,21 @@ impl LatencyTracker {
         &self.shown[at..at + SHOWN]
     }
 
-    /// Counts what a call's hedges showed, in `slot`.
-    fn show(&self, slot: u64, shown: Shown) {
-        for (count, counter) in self.shown_in(slot % SLOTS).iter().enumerate() {
+    /// Counts what a call's hedges showed, in the slot at `row` of the ring.
+    fn show(&self, row: u64, shown: Shown) {
+        for (count, counter) in self.shown_in(row).iter().enumerate() {
             if shown.has(count) {
                 counter.fetch_add(1, Relaxed);
             }
         }
     }
 
-    /// A latency was recorded into `slot` while there was no estimate: once
-    /// `min_samples` of them are known, the first estimate need not wait for its slot to
-    /// complete.
+    /// A latency was recorded into the slot being filled while there was no estimate:
+    /// once `min_samples` of them are known, the first estimate need not wait for its
+    /// slot to complete.
     #[cold]
-    fn recorded_without_estimate(&self, slot: u64) {
+    fn recorded_without_estimate(&self) {
+        let slot = self.current_slot.load(Relaxed);
         let recorded = self.unestimated.fetch_add(1, Relaxed).wrapping_add(1);
         if recorded.is_multiple_of(self.config.min_samples.max(1)) {
             let estimate = self.estimate(slot, true);
@@ -402,7 +408,7 @@ impl LatencyTracker {
         let seen = self.current_slot.load(Relaxed);
         let slot = slot.max(seen);
         for stale in (seen + 1..=slot).rev().take(SLOTS as usize) {
-            let row = (stale % SLOTS) as usize * BUCKETS;
+            let row = row_of(stale);
             for stripe in self
                 .counts
                 .chunks(STRIPE_LEN)
@@ -420,6 +426,7 @@ impl LatencyTracker {
             }
         }
         // The cleared rows before the slot that counts in them.
+        self.current_row.store(row_of(slot) as u32, Release);
         self.current_slot.store(slot, Release);
         if slot > seen {
             let estimate = self.estimate(slot, false);
@@ -432,6 +439,12 @@ impl LatencyTracker {
         self.slot_end_nanos.store(end.min(TURNING - 1), Release);
         slot
     }
+}
+
+/// Where `slot` starts in a stripe of the ring.
+#[inline(always)]
+fn row_of(slot: u64) -> usize {
+    (slot % SLOTS) as usize * BUCKETS
 }
 
 /// `time` in nanoseconds, saturating (at 584 years) without 128-bit arithmetic.
