@@ -5,7 +5,7 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
-use crate::adaptive::LatencyTracker;
+use crate::adaptive::{nanos, LatencyTracker};
 
 /// The floor of the spread between copies once the `max_delay` cap is reached.
 pub(crate) const MIN_SPREAD: Duration = Duration::from_millis(1);
@@ -49,20 +49,24 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     /// The delay before copy `copy` (≥ 1), counted from the start of the copy before it,
-    /// as it stands at `now`, an adaptive one read from `tracker` (the policy's, or a
-    /// key's); `None` when copy `copy` is not started by the clock.
+    /// as it stands at `now`, an adaptive one read from `tracker` (a key's, with `now` in
+    /// nanoseconds as its lookup took it) or else the policy's; `None` when copy `copy`
+    /// is not started by the clock.
     #[inline]
     pub(crate) fn delay(
         &self,
         copy: usize,
         now: Duration,
-        tracker: Option<&LatencyTracker>,
+        tracker: Option<(&LatencyTracker, u64)>,
     ) -> Option<Duration> {
         match &self.delays {
             Delays::Fixed(delay) => Some(*delay),
             Delays::Fallback => None,
             Delays::PerCopy(delay_for) => delay_for(copy),
-            Delays::Adaptive(policy) => Some(tracker.unwrap_or(policy).delay(now)),
+            Delays::Adaptive(policy) => {
+                let (tracker, now_nanos) = tracker.unwrap_or_else(|| (policy, nanos(now)));
+                Some(tracker.delay_at(now_nanos))
+            }
         }
     }
 
@@ -77,7 +81,7 @@ impl Schedule {
         copy: usize,
         previous_start: Duration,
         first_start: Duration,
-        tracker: Option<&LatencyTracker>,
+        tracker: Option<(&LatencyTracker, u64)>,
     ) -> Option<Duration> {
         // The previous copy's start is the latest time the call has read: near enough to
         // now to tell whether the adaptive estimate is stale.

@@ -227,7 +227,12 @@ impl LatencyTracker {
     /// an estimate never outlives its window: after an idle gap the fallback returns.
     #[inline]
     pub(crate) fn delay(&self, now: Duration) -> Duration {
-        let now_nanos = nanos(now);
+        self.delay_at(nanos(now))
+    }
+
+    /// [`LatencyTracker::delay`] at `now_nanos`, the policy's clock in nanoseconds.
+    #[inline]
+    pub(crate) fn delay_at(&self, now_nanos: u64) -> Duration {
         if now_nanos >= self.slot_end_nanos.load(Relaxed) {
             self.rotate(now_nanos / self.slot_nanos);
         }

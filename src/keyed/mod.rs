@@ -143,18 +143,24 @@ impl Keys {
     /// delay mode: a key some call looks up keeps its place.
     #[inline]
     pub(crate) fn find_or_take(&self, key: Key, now: Duration) -> Option<&Entry> {
+        self.find_or_take_at(key, nanos(now))
+    }
+
+    /// [`Keys::find_or_take`] at `now_nanos`, the policy's clock in nanoseconds: for a
+    /// caller that reads a tracker at the same time.
+    #[inline]
+    pub(crate) fn find_or_take_at(&self, key: Key, now_nanos: u64) -> Option<&Entry> {
         match self.find(key) {
             Some(entry) => {
-                entry.used_at.store(nanos(now), Relaxed);
+                entry.used_at.store(now_nanos, Relaxed);
                 Some(entry)
             }
-            None => self.take(key, now),
+            None => self.take(key, now_nanos),
         }
     }
 
     #[cold]
-    fn take(&self, key: Key, now: Duration) -> Option<&Entry> {
-        let now = nanos(now);
+    fn take(&self, key: Key, now: u64) -> Option<&Entry> {
         self.places(key).into_iter().find(|entry| {
             // Acquire: a taker that sees a key just taken also sees the place marked used
             // below, so it does not find the place idle and take it again at once.
