@@ -7,7 +7,6 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
-use crate::adaptive::{nanos, LatencyTracker};
 use crate::attempt::Attempt;
 use crate::budget::{Budget, Member, Refused};
 use crate::key::KeyHash;
@@ -392,24 +391,6 @@ impl<T> Settings<T> {
             (Some(keys), Some(key)) => keys.find(key),
             _ => None,
         }
-    }
-
-    /// The key's own tracker a call with `key` hedges at, at `now`, with `now` in
-    /// nanoseconds as its lookup marked the key used (its delay is read at the same
-    /// time); `None` where the call hedges at the policy's estimate.
-    #[inline]
-    pub(crate) fn tracker_for(
-        &self,
-        key: Option<Key>,
-        now: Duration,
-    ) -> Option<(&LatencyTracker, u64)> {
-        self.schedule.tracker()?;
-        let (Some(keys), Some(key)) = (&self.keys, key) else {
-            return None;
-        };
-        let now_nanos = nanos(now);
-        let tracker = keys.find_or_take_at(key, now_nanos)?.tracker.as_ref()?;
-        Some((tracker, now_nanos))
     }
 
     /// The win rate that decides whether a call with `key` may hedge, at `now`.

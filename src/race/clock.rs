@@ -7,6 +7,7 @@
 use core::pin::Pin;
 use core::time::Duration;
 
+use crate::adaptive::{nanos, LatencyTracker};
 use crate::keyed::Key;
 use crate::policy::Settings;
 use crate::timeout::Deadlines;
@@ -275,7 +276,7 @@ impl Times {
             // A key's own tracker, looked up only by a call with a key and an adaptive delay.
             let tracker = match key {
                 None => None,
-                Some(_) => settings.tracker_for(key, self.last_start),
+                Some(key) => key_tracker(settings, key, self.last_start),
             };
             let due =
                 settings
@@ -292,6 +293,22 @@ impl Times {
             Due::Unknown | Due::Never => None,
         }
     }
+}
+
+/// The own tracker of a call's `key` at `now`, and `now` in nanoseconds, at which its
+/// lookup marked the key used (its delay is read at the same time); `None` where the
+/// call hedges at the policy's estimate (no adaptive delay, or the key not kept).
+#[inline]
+fn key_tracker<Tm>(
+    settings: &Settings<Tm>,
+    key: Key,
+    now: Duration,
+) -> Option<(&LatencyTracker, u64)> {
+    let (Some(keys), Some(_)) = (&settings.keys, settings.schedule.tracker()) else {
+        return None;
+    };
+    let now = nanos(now);
+    Some((keys.find_or_take_at(key, now)?.tracker.as_ref()?, now))
 }
 
 /// `after` past `start`, or `None` if that saturates: past the end of time, it never comes.
