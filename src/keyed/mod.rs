@@ -14,7 +14,8 @@
 //!
 //! - `mod.rs`: the table and the hash.
 //! - `win_rate.rs`: whether hedges still win, and when to withhold them.
-//! - `settings.rs`: the builder methods that turn both on.
+//! - the builder methods that turn both on are in `builder/adaptive.rs`; a keyed call's
+//!   lookup of its delay is in `race/clock.rs`.
 
 use alloc::boxed::Box;
 use core::hash::{Hash, Hasher};
