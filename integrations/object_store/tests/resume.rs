@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hedging::{Budget, Policy};
+use hedging_test_server::resume::{assert_asks_the_rest, assert_resumed_once};
 use hedging_test_server::{until, Arrival, Hold, Pace, VirtualClock, NEVER};
 use object_store::{Error, GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
@@ -30,25 +31,9 @@ async fn an_http_store_body_stalled_mid_read_is_resumed_from_where_it_stopped() 
     assert!(error.is_none(), "{error:?}");
     assert_eq!(bytes, object(SIZE, 0), "every byte once, in order");
     let resume = &s.server.arrivals(KEY)[1];
-    let rest = format!("bytes={STALL_AT}-{}", SIZE - 1);
-    assert_eq!(resume.header("range"), Some(rest.as_str()), "the rest");
-    assert_eq!(
-        resume.header("if-match"),
-        Some("\"v1\""),
-        "of the same version"
-    );
-    assert_eq!(
-        resume.at,
-        2 * DELAY,
-        "quiet for the delay, then raced for one more"
-    );
-    let stats = s.store.policy().stats();
-    assert_eq!(
-        (stats.hedges, stats.hedge_wins),
-        (1, 1),
-        "a resume is a hedge"
-    );
-    assert_eq!(stats.calls, 2, "the read, and its resume race");
+    let version = assert_asks_the_rest(resume, STALL_AT, SIZE as u64, 2 * DELAY);
+    assert_eq!(version, Some("\"v1\""), "of the same version");
+    assert_resumed_once(s.store.policy());
 }
 
 #[tokio::test]
@@ -119,13 +104,22 @@ async fn an_object_rewritten_between_stall_and_resume_is_a_precondition_error() 
     assert_eq!(s.server.arrivals(KEY)[1].header("if-match"), Some("\"v1\""));
 }
 
-/// Reads a body trickled in `pieces` of `piece` bytes, the test letting each next piece go
-/// once `step` passed; the bytes read.
-async fn read_trickle(s: &Setup, piece: u64, pieces: u64, step: Duration, first_gap: bool) {
+/// The pieces of a trickled body.
+const PIECE: u64 = 4096;
+
+/// Reads an object whose body trickles in pieces of [`PIECE`] bytes, the test letting
+/// each next piece go once `step` passed (and, with `first_gap`, once the first gap
+/// started a resume race); asserts the bytes read.
+async fn read_trickled(step: Duration, first_gap: bool) -> Setup {
+    let trickle = Pace::Trickle {
+        piece: PIECE as usize,
+        every: Hold::Released,
+    };
+    let s = setup(SIZE, copies(2), move |_: &Arrival| trickle).await;
     let read = tokio::spawn(read_whole(Arc::clone(&s.store)));
     let inner = s.store.inner();
-    for sent in 1..pieces {
-        until(|| received(inner) == sent * piece, "the reader, waiting").await;
+    for sent in 1..SIZE as u64 / PIECE {
+        until(|| received(inner) == sent * PIECE, "the reader, waiting").await;
         s.clock.advance(step);
         if first_gap && sent == 1 {
             let now = s.clock.now();
@@ -138,20 +132,15 @@ async fn read_trickle(s: &Setup, piece: u64, pieces: u64, step: Duration, first_
     let (bytes, error) = read.await.unwrap();
     assert!(error.is_none(), "{error:?}");
     assert_eq!(bytes, object(SIZE, 0));
+    s
 }
 
 #[tokio::test]
 async fn a_trickling_body_that_never_stops_is_read_to_its_end_without_a_resume() {
-    const PIECE: u64 = 4096;
-    let trickle = Pace::Trickle {
-        piece: PIECE as usize,
-        every: Hold::Released,
-    };
-    let s = setup(SIZE, copies(2), move |_: &Arrival| trickle).await;
     // A piece every 1.5 delays: the first gap comes before the body has a pace, so it
     // is a stall and starts a race, but the body's next piece beats the resume's due
     // time; from then on 4 times its mean wait (6 delays) is its allowance.
-    read_trickle(&s, PIECE, SIZE as u64 / PIECE, DELAY * 3 / 2, true).await;
+    let s = read_trickled(DELAY * 3 / 2, true).await;
 
     assert_eq!(s.server.arrivals(KEY).len(), 1, "no resume was sent");
     let stats = s.store.policy().stats();
@@ -161,14 +150,8 @@ async fn a_trickling_body_that_never_stops_is_read_to_its_end_without_a_resume()
 
 #[tokio::test]
 async fn a_healthy_large_read_sends_one_request() {
-    const PIECE: u64 = 4096;
-    let trickle = Pace::Trickle {
-        piece: PIECE as usize,
-        every: Hold::Released,
-    };
-    let s = setup(SIZE, copies(2), move |_: &Arrival| trickle).await;
     // 64 pieces, half a delay apart: 32 delays in all, never quiet for one.
-    read_trickle(&s, PIECE, SIZE as u64 / PIECE, DELAY / 2, false).await;
+    let s = read_trickled(DELAY / 2, false).await;
 
     assert_eq!(s.server.arrivals(KEY).len(), 1);
     let stats = s.store.policy().stats();

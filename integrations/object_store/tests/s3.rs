@@ -11,8 +11,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use hedging_object_store::HedgedStore;
+use hedging_test_server::resume::assert_resumed_once;
 use hedging_test_server::s3::S3;
-use hedging_test_server::s3::{assert_the_loser_was_closed, first_held, object};
+use hedging_test_server::s3::{
+    assert_each_signed, assert_resumed_by_e_tag, assert_the_loser_was_closed, first_held, object,
+};
 use hedging_test_server::{until, Answer, Behavior, Hold, Pace, VirtualClock};
 use http::Method;
 use object_store::path::Path;
@@ -50,12 +53,7 @@ async fn an_amazon_s3_loser_closes_its_connection_and_the_server_sees_it() {
     let proxy = &s3.proxy;
     let seen = proxy.arrivals(OBJECT);
     assert_eq!(seen.len(), 2, "the original and one hedge");
-    assert!(
-        seen.iter().all(|copy| copy
-            .header("authorization")
-            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
-        "each copy signed with SigV4"
-    );
+    assert_each_signed(&seen);
     assert_the_loser_was_closed(proxy).await;
     assert_eq!(store.policy().stats().hedge_wins, 1);
 }
@@ -143,29 +141,15 @@ async fn an_amazon_s3_body_stalled_mid_read_is_resumed_from_where_it_stopped() {
     );
     let proxy = &s3.proxy;
     let seen = proxy.arrivals(BIG);
-    assert_eq!(seen.len(), 2, "the first GET and its resume");
-    let rest = format!("bytes={STALL_AT}-{}", SIZE - 1);
-    assert_eq!(seen[1].header("range"), Some(rest.as_str()));
-    assert_eq!(seen[0].header("if-match"), None);
-    let e_tag = seen[1].header("if-match");
-    assert!(
-        e_tag.is_some_and(|tag| tag.starts_with('"')),
-        "the first answer's ETag"
-    );
-    assert!(
-        seen.iter().all(|copy| copy
-            .header("authorization")
-            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
-        "each copy signed with SigV4"
-    );
+    assert_resumed_by_e_tag(&seen, STALL_AT, SIZE as u64, 2 * DELAY);
+    assert_each_signed(&seen);
     proxy.until_closed(1).await;
     assert_eq!(
         proxy.closed_connections(),
         1,
         "the stalled body's connection, closed"
     );
-    let stats = store.policy().stats();
-    assert_eq!((stats.hedges, stats.hedge_wins), (1, 1));
+    assert_resumed_once(store.policy());
 }
 
 #[tokio::test]

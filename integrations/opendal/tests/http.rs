@@ -8,20 +8,18 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use common::{http_hedged, object, policy, read_streamed, resume_at, DELAY};
+use common::*;
 use hedging_opendal::{Call, HedgeLayer, SizeClass};
 use hedging_test_server::counts::assert_one_hedge_won;
 use hedging_test_server::object::{versioned, Objects};
-use hedging_test_server::{until, Arrival, Behavior, Hold, Pace, Server, VirtualClock};
+use hedging_test_server::resume::{assert_asks_the_rest, assert_resumed_once};
+use hedging_test_server::{Arrival, Behavior, Hold, Pace, Server, VirtualClock};
 use http::Method;
 use opendal::raw::Operation;
-use opendal::{BytesRange, ErrorKind, Operator};
+use opendal::{BytesRange, Operator};
 
 const PATH: &str = "data/big.bin";
 const KEY: &str = "/data/big.bin";
-const SIZE: usize = 256 * 1024;
-const LIMIT: u64 = 64 * 1024;
-const STALL_AT: u64 = 100_000;
 
 /// Held after `bytes` of its body, until released or dropped.
 fn stall(bytes: u64) -> Pace {
@@ -163,40 +161,14 @@ async fn an_http_body_stalled_midway_is_resumed_from_its_offset_with_if_match() 
     let layer = HedgeLayer::new(policy(&clock)).buffer_limit(LIMIT);
     let stats = layer.policy().clone();
     let op = hedged(&server, layer);
-    let received = Arc::new(AtomicU64::new(0));
 
-    let read = read_streamed(&op, PATH, Arc::clone(&received));
-    resume_at(&clock, &received, STALL_AT).await;
-
-    let (bytes, error) = read.await.unwrap();
-    assert!(error.is_none(), "{error:?}");
-    assert_eq!(bytes, object(SIZE, 0), "every byte once, in order");
+    read_through_its_resume(&op, PATH, &clock).await;
     let resume = &server.arrivals(KEY)[1];
-    let rest = format!("bytes={STALL_AT}-{}", SIZE - 1);
-    assert_eq!(resume.header("range"), Some(rest.as_str()), "the rest");
-    assert_eq!(
-        resume.header("if-match"),
-        Some("\"v1\""),
-        "of the same version"
-    );
-    assert_eq!(
-        resume.at,
-        2 * DELAY,
-        "quiet for the delay, then raced for one more"
-    );
+    let version = assert_asks_the_rest(resume, STALL_AT, SIZE as u64, 2 * DELAY);
+    assert_eq!(version, Some("\"v1\""), "of the same version");
     server.until_closed(1).await;
     assert_eq!(server.closed_connections(), 1, "the stalled body's, closed");
-    let stats = stats.stats();
-    assert_eq!(
-        (
-            stats.calls,
-            stats.hedges,
-            stats.hedge_wins,
-            stats.out_of_scope
-        ),
-        (2, 1, 1, 0),
-        "the read and its resume race; the resume a hedge that won"
-    );
+    assert_resumed_once(&stats);
 }
 
 #[tokio::test]
@@ -208,20 +180,12 @@ async fn an_http_object_changed_before_its_resume_is_an_error_never_spliced_byte
     let received = Arc::new(AtomicU64::new(0));
 
     let read = read_streamed(&op, PATH, Arc::clone(&received));
-    let before_stall = || received.load(std::sync::atomic::Ordering::Relaxed) == STALL_AT;
-    until(before_stall, "the bytes before the stall").await;
+    until_stalled(&received, STALL_AT).await;
     objects.put(PATH, Bytes::from(object(SIZE, 1)));
     resume_at(&clock, &received, STALL_AT).await;
 
     // The server refuses the resume's If-Match ("v1", now "v2") with a 412.
-    let (bytes, error) = read.await.unwrap();
-    let error = error.expect("the read ends with an error");
-    assert_eq!(error.kind(), ErrorKind::ConditionNotMatch, "{error}");
-    assert_eq!(
-        bytes,
-        object(SIZE, 0)[..STALL_AT as usize],
-        "version 1 only"
-    );
+    assert_refused_the_rewrite(read.await.unwrap(), SIZE, STALL_AT);
     let seen = server.arrivals(KEY);
     assert_eq!(seen.len(), 2, "the first GET and the refused resume");
     assert_eq!(seen[1].header("if-match"), Some("\"v1\""));

@@ -8,19 +8,16 @@ mod common;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use common::{object, policy, read_streamed, resume_at, s3_direct, s3_hedged, DELAY};
+use common::*;
 use hedging_opendal::HedgeLayer;
 use hedging_test_server::counts::assert_one_hedge_won;
-use hedging_test_server::s3::S3;
+use hedging_test_server::resume::assert_resumed_once;
+use hedging_test_server::s3::{assert_each_signed, assert_resumed_by_e_tag, S3};
 use hedging_test_server::{Answer, Arrival, Behavior, Hold, Pace, VirtualClock, NEVER};
 use http::Method;
-use opendal::ErrorKind;
 
 const PATH: &str = "data/a.bin";
 const KEY: &str = "/hedging/data/a.bin";
-const SIZE: usize = 256 * 1024;
-const LIMIT: u64 = 64 * 1024;
-const STALL_AT: u64 = 100_000;
 const WRITTEN: &str = "/hedging/data/b.bin";
 
 /// The first request with `method` to each object is held until released, or until its
@@ -97,12 +94,7 @@ async fn a_stalled_s3_read_is_rescued_and_the_losers_connection_closed() {
     let proxy = &s3.proxy;
     let seen = proxy.arrivals(KEY);
     assert_eq!(seen.len(), 2, "the original and one hedge");
-    assert!(
-        seen.iter().all(|copy| copy
-            .header("authorization")
-            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
-        "each copy signed with SigV4"
-    );
+    assert_each_signed(&seen);
     hedging_test_server::s3::assert_the_loser_was_closed(proxy).await;
     assert_one_hedge_won(&stats);
 }
@@ -114,47 +106,18 @@ async fn an_s3_body_stalled_midway_is_resumed_from_its_offset_with_if_match() {
     let layer = HedgeLayer::new(policy(&clock)).buffer_limit(LIMIT);
     let stats = layer.policy().clone();
     let op = s3_hedged(&s3, layer).unwrap();
-    let received = Arc::new(AtomicU64::new(0));
 
-    let read = read_streamed(&op, PATH, Arc::clone(&received));
-    resume_at(&clock, &received, STALL_AT).await;
-
-    let (bytes, error) = read.await.unwrap();
-    assert!(error.is_none(), "{error:?}");
-    assert_eq!(bytes, object(SIZE, 0), "every byte once, in order");
+    read_through_its_resume(&op, PATH, &clock).await;
     let proxy = &s3.proxy;
     let seen = proxy.arrivals(KEY);
-    assert_eq!(seen.len(), 2, "the first GET and its resume");
-    let rest = format!("bytes={STALL_AT}-{}", SIZE - 1);
-    assert_eq!(seen[1].header("range"), Some(rest.as_str()), "the rest");
-    assert_eq!(seen[0].header("if-match"), None);
-    let e_tag = seen[1].header("if-match");
-    assert!(
-        e_tag.is_some_and(|tag| tag.starts_with('"')),
-        "the first answer's ETag"
-    );
-    assert_eq!(
-        seen[1].at,
-        2 * DELAY,
-        "quiet for the delay, then raced for one more"
-    );
+    assert_resumed_by_e_tag(&seen, STALL_AT, SIZE as u64, 2 * DELAY);
     proxy.until_closed(1).await;
     assert_eq!(
         proxy.closed_connections(),
         1,
         "the stalled body's connection, closed"
     );
-    let stats = stats.stats();
-    assert_eq!(
-        (
-            stats.calls,
-            stats.hedges,
-            stats.hedge_wins,
-            stats.out_of_scope
-        ),
-        (2, 1, 1, 0),
-        "the read and its resume race; the resume a hedge that won"
-    );
+    assert_resumed_once(&stats);
 }
 
 #[tokio::test]
@@ -166,25 +129,14 @@ async fn an_s3_object_rewritten_before_its_resume_is_an_error_never_spliced_byte
     let received = Arc::new(AtomicU64::new(0));
 
     let read = read_streamed(&op, PATH, Arc::clone(&received));
-    hedging_test_server::until(
-        || received.load(std::sync::atomic::Ordering::Relaxed) == STALL_AT,
-        "the bytes before the stall",
-    )
-    .await;
+    until_stalled(&received, STALL_AT).await;
     let direct = s3_direct(&s3).unwrap();
     direct.write(PATH, object(SIZE, 1)).await.unwrap();
     resume_at(&clock, &received, STALL_AT).await;
 
     // s3s-fs answers a GET whatever its If-Match says: the resume's ETag, compared with
     // the first answer's, is what refuses the second version's bytes.
-    let (bytes, error) = read.await.unwrap();
-    let error = error.expect("the read ends with an error");
-    assert_eq!(error.kind(), ErrorKind::ConditionNotMatch, "{error}");
-    assert_eq!(
-        bytes,
-        object(SIZE, 0)[..STALL_AT as usize],
-        "version 0 only"
-    );
+    assert_refused_the_rewrite(read.await.unwrap(), SIZE, STALL_AT);
     let seen = s3.proxy.arrivals(KEY);
     assert_eq!(seen.len(), 2);
     assert!(seen[1].header("if-match").is_some(), "asked for version 0");

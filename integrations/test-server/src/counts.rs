@@ -73,17 +73,20 @@ pub fn assert_passed_by(
 
 /// Asserts that `policy` counted one call, won by its one hedge, and nothing out of scope.
 pub fn assert_one_hedge_won<T>(policy: &Policy<T>) {
+    assert_counted(policy, (1, 1, 1, 0), "one call, won by its hedge");
+}
+
+/// Asserts what `policy` counted: its calls, hedges, hedge wins and requests out of
+/// scope, in that order; `why` says what they stand for.
+pub fn assert_counted<T>(policy: &Policy<T>, counts: (u64, u64, u64, u64), why: &str) {
     let stats = policy.stats();
-    assert_eq!(
-        (
-            stats.calls,
-            stats.hedges,
-            stats.hedge_wins,
-            stats.out_of_scope
-        ),
-        (1, 1, 1, 0),
-        "one call, won by its hedge"
+    let counted = (
+        stats.calls,
+        stats.hedges,
+        stats.hedge_wins,
+        stats.out_of_scope,
     );
+    assert_eq!(counted, counts, "{why}");
 }
 
 /// Asserts that `requests` requests passed the layer by, out of its scope: no race ran,

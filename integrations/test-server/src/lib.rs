@@ -12,6 +12,8 @@
 //! - `opendal` (feature `opendal`): an OpenDAL HTTP transport sent by hyper-util, for
 //!   OpenDAL's services on loopback.
 //!
+//! - `resume`: what a read resumed after its body stalled shows.
+//!
 //! Every server keeps a [`Log`] of what it saw: each request in order, with its copy
 //! number; how many it held, answered, and lost to a client that dropped the copy (its
 //! handler's future dropped unfinished); the connections it accepted and saw closed. Its
@@ -37,6 +39,7 @@ mod pace;
 mod probe;
 pub mod replicas;
 pub mod report;
+pub mod resume;
 #[cfg(feature = "s3")]
 pub mod s3;
 mod serde_feature;

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -28,9 +29,10 @@ use tokio::net::TcpListener;
 
 use crate::answer::{Answer, Behavior};
 use crate::log::Hold;
-use crate::log::{Clock, Log};
+use crate::log::{Arrival, Clock, Log};
 use crate::object::HyperConnector;
 use crate::pace::{paced, Pace};
+use crate::resume::assert_asks_the_rest;
 use crate::server::{read_whole, serve, Server};
 use crate::Error;
 
@@ -194,6 +196,29 @@ async fn forward(
             Ok(failed.map(|body| body.map_err(|never| match never {}).boxed()))
         }
     }
+}
+
+/// Asserts that `seen`, the requests for one object, are a first GET and its resume: the
+/// resume asked for the rest of a `size`-byte object from `offset` at `at`, of the version
+/// the first answer's ETag names.
+pub fn assert_resumed_by_e_tag(seen: &[Arrival], offset: u64, size: u64, at: Duration) {
+    assert_eq!(seen.len(), 2, "the first GET and its resume");
+    assert_eq!(seen[0].header("if-match"), None);
+    let e_tag = assert_asks_the_rest(&seen[1], offset, size, at);
+    assert!(
+        e_tag.is_some_and(|tag| tag.starts_with('"')),
+        "the first answer's ETag"
+    );
+}
+
+/// Asserts that each of `copies` was signed with SigV4.
+pub fn assert_each_signed(copies: &[Arrival]) {
+    assert!(
+        copies.iter().all(|copy| copy
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256"))),
+        "each copy signed with SigV4"
+    );
 }
 
 /// Waits until `proxy` saw the loser of a hedged read dropped and its connection closed,

@@ -16,10 +16,16 @@ use hedging_test_server::opendal::context;
 use hedging_test_server::s3::{credentials, BUCKET, S3};
 use hedging_test_server::{until, VirtualClock};
 use opendal::services::{Http, S3 as S3Service};
-use opendal::{Operator, Result};
+use opendal::{Error, ErrorKind, Operator, Result};
 
 /// The hedge delay of every test's policy.
 pub const DELAY: Duration = Duration::from_millis(20);
+/// The size of the object the resume tests read.
+pub const SIZE: usize = 256 * 1024;
+/// The buffer limit of the resume tests' layers.
+pub const LIMIT: u64 = 64 * 1024;
+/// Where the first body of a resume test's read stalls.
+pub const STALL_AT: u64 = 100_000;
 
 /// The OpenDAL S3 service for `S3`'s bucket at `addr`, signing with its credentials and
 /// loading nothing from the environment.
@@ -103,6 +109,38 @@ pub async fn resume_at(clock: &VirtualClock, received: &AtomicU64, bytes: u64) {
     let hedge_due = || timer.next_deadline() == Some(raced + DELAY);
     until(hedge_due, "the resume race, its hedge due at the delay").await;
     clock.advance(DELAY);
+}
+
+/// Reads `path` (a [`SIZE`]-byte object whose first body stalls at [`STALL_AT`]) through
+/// its resume, and asserts that it read every byte once, in order.
+pub async fn read_through_its_resume(op: &Operator, path: &'static str, clock: &VirtualClock) {
+    let received = Arc::new(AtomicU64::new(0));
+    let read = read_streamed(op, path, Arc::clone(&received));
+    resume_at(clock, &received, STALL_AT).await;
+
+    let (bytes, error) = read.await.unwrap();
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(bytes, object(SIZE, 0), "every byte once, in order");
+}
+
+/// Waits until the reader received the `bytes` before its body stalls.
+pub async fn until_stalled(received: &AtomicU64, bytes: u64) {
+    let stalled = || received.load(Relaxed) == bytes;
+    until(stalled, "the bytes before the stall").await;
+}
+
+/// Asserts that a streamed read of a `size`-byte object rewritten once it stalled after
+/// `stall_at` bytes ended in `ConditionNotMatch` with only the first version's bytes:
+/// never two versions spliced.
+pub fn assert_refused_the_rewrite(read: (Vec<u8>, Option<Error>), size: usize, stall_at: u64) {
+    let (bytes, error) = read;
+    let error = error.expect("the read ends with an error");
+    assert_eq!(error.kind(), ErrorKind::ConditionNotMatch, "{error}");
+    assert_eq!(
+        bytes,
+        object(size, 0)[..stall_at as usize],
+        "the first version only"
+    );
 }
 
 /// Version `version` of a `size`-byte object: byte i is `i % 251 + version`.
