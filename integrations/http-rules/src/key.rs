@@ -1,6 +1,7 @@
 //! [`KeyBy`]: the key an HTTP integration gives each call, for a policy with
 //! [`adaptive_keys`](hedging::PolicyBuilder::adaptive_keys): the integration's default,
-//! or what a user's `key_by` closure makes of the request.
+//! or what a user's `key_by` closure makes of the request; and [`size_class`], the key the
+//! object-store integrations give a read.
 
 use std::fmt;
 use std::hash::Hash;
@@ -94,4 +95,19 @@ impl<R: ?Sized, T> fmt::Debug for KeyBy<R, T> {
             Some(_) => "key_by",
         })
     }
+}
+
+/// The size class of a read of `bytes` bytes, the key the object-store integrations give
+/// a read by default: the power of two at or above it, so reads of about one size share a
+/// delay; `u64::MAX` past 2^63 bytes, the class of a read of unknown length.
+///
+/// ```
+/// use hedging_http_rules::size_class;
+///
+/// assert_eq!(size_class(4_000), 4_096);
+/// assert_eq!(size_class(4_096), 4_096);
+/// assert_eq!(size_class(u64::MAX), u64::MAX);
+/// ```
+pub fn size_class(bytes: u64) -> u64 {
+    bytes.checked_next_power_of_two().unwrap_or(u64::MAX)
 }

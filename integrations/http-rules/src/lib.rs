@@ -87,7 +87,7 @@ mod retry_after;
 mod scope;
 mod status;
 
-pub use crate::key::KeyBy;
+pub use crate::key::{size_class, KeyBy};
 pub use crate::origin::{origin, origins, InvalidOrigin};
 pub use crate::retry_after::retry_after;
 pub use crate::scope::{HedgedMethods, NoHedge, DEFAULT_METHODS};

@@ -67,9 +67,7 @@ impl SizeClass {
             Some(GetRange::Suffix(bytes)) => *bytes,
             Some(GetRange::Offset(_)) | None => return SizeClass::UNKNOWN,
         };
-        asked
-            .checked_next_power_of_two()
-            .unwrap_or(SizeClass::UNKNOWN)
+        hedging_http_rules::size_class(asked)
     }
 }
 

@@ -113,9 +113,7 @@ impl SizeClass {
             Some(BytesRange::Suffix { size }) => size,
             Some(BytesRange::Range { size: None, .. }) => return SizeClass::UNKNOWN,
         };
-        asked
-            .checked_next_power_of_two()
-            .unwrap_or(SizeClass::UNKNOWN)
+        hedging_http_rules::size_class(asked)
     }
 }
 
