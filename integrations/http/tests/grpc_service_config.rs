@@ -19,6 +19,14 @@ fn layer(scene: &Scene, json: &str) -> GrpcHedgeLayer<ManualTimer> {
     GrpcHedgeLayer::from_service_config(&config, scene.clock.timer())
 }
 
+/// A layer whose service config hedges only `test.Echo/{method}`, 2 copies 20 ms apart.
+fn hedging_only(scene: &Scene, method: &str) -> GrpcHedgeLayer<ManualTimer> {
+    let name = json!([{"service": "test.Echo", "method": method}]);
+    let hedging = json!({"maxAttempts": 2, "hedgingDelay": "0.02s"});
+    let config = json!({"methodConfig": [{"name": name, "hedgingPolicy": hedging}]});
+    layer(scene, &config.to_string())
+}
+
 /// When each copy of the call with `script` arrived, after the first.
 fn offsets(scene: &Scene, script: &str) -> Vec<Duration> {
     let arrivals = scene.server.arrivals(script);
@@ -137,11 +145,7 @@ async fn the_most_specific_method_config_wins_on_the_wire() {
 #[tokio::test]
 async fn a_method_no_name_matches_is_sent_once_and_counted_out_of_scope() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
-    let layer = layer(
-        &scene,
-        r#"{"methodConfig": [{"name": [{"service": "test.Echo", "method": "say"}],
-             "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s"}}]}"#,
-    );
+    let layer = hedging_only(&scene, "say");
 
     scene
         .assert_sent_once(layer.clone(), echo("hold | ok"), SAY)
@@ -208,11 +212,7 @@ async fn one_throttling_budget_is_shared_by_every_method_of_the_layer() {
 async fn unmatched_lists_each_method_the_service_config_does_not_match_once() {
     let scene = Scene::new(2, HEDGE_DELAY).await;
     // "Sai": a misspelt name, which every call of Say misses.
-    let layer = layer(
-        &scene,
-        r#"{"methodConfig": [{"name": [{"service": "test.Echo", "method": "Sai"}],
-            "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.02s"}}]}"#,
-    );
+    let layer = hedging_only(&scene, "Sai");
     assert!(layer.unmatched().is_empty());
     for (script, path) in [("ok", SAY), ("ok; ok", OTHER), ("ok; ok; ok", SAY)] {
         // A clone, as a channel's stack holds one per service: they share the list.
