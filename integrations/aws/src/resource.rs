@@ -17,48 +17,39 @@ macro_rules! resources {
 }
 
 /// The one bucket or table `input`, of the operation `metadata` names, reads, if this
-/// crate reads it.
+/// crate reads it (an operation of a service whose feature is off: `None`).
+#[cfg_attr(
+    not(any(feature = "s3", feature = "dynamodb")),
+    allow(unused_variables)
+)]
 pub(crate) fn of<'a>(metadata: &Metadata, input: &'a Input) -> Option<&'a str> {
+    let name = metadata.name();
     match metadata.service() {
-        "S3" => s3_bucket(metadata.name(), input),
-        "DynamoDB" => dynamodb_table(metadata.name(), input),
+        #[cfg(feature = "s3")]
+        "S3" => {
+            use aws_sdk_s3::operation::*;
+            resources!(input, name,
+                "GetObject" => get_object::GetObjectInput, bucket;
+                "HeadObject" => head_object::HeadObjectInput, bucket;
+                "GetObjectAttributes" => get_object_attributes::GetObjectAttributesInput, bucket;
+                "ListObjectsV2" => list_objects_v2::ListObjectsV2Input, bucket;
+                "ListObjects" => list_objects::ListObjectsInput, bucket;
+                "ListObjectVersions" => list_object_versions::ListObjectVersionsInput, bucket;
+                "GetObjectTagging" => get_object_tagging::GetObjectTaggingInput, bucket;
+                "GetObjectAcl" => get_object_acl::GetObjectAclInput, bucket;
+                "HeadBucket" => head_bucket::HeadBucketInput, bucket;
+            )
+        }
+        #[cfg(feature = "dynamodb")]
+        "DynamoDB" => {
+            use aws_sdk_dynamodb::operation::*;
+            resources!(input, name,
+                "GetItem" => get_item::GetItemInput, table_name;
+                "Query" => query::QueryInput, table_name;
+                "Scan" => scan::ScanInput, table_name;
+                "DescribeTable" => describe_table::DescribeTableInput, table_name;
+            )
+        }
         _ => None,
     }
-}
-
-#[cfg(feature = "s3")]
-fn s3_bucket<'a>(name: &str, input: &'a Input) -> Option<&'a str> {
-    use aws_sdk_s3::operation::*;
-    resources!(input, name,
-        "GetObject" => get_object::GetObjectInput, bucket;
-        "HeadObject" => head_object::HeadObjectInput, bucket;
-        "GetObjectAttributes" => get_object_attributes::GetObjectAttributesInput, bucket;
-        "ListObjectsV2" => list_objects_v2::ListObjectsV2Input, bucket;
-        "ListObjects" => list_objects::ListObjectsInput, bucket;
-        "ListObjectVersions" => list_object_versions::ListObjectVersionsInput, bucket;
-        "GetObjectTagging" => get_object_tagging::GetObjectTaggingInput, bucket;
-        "GetObjectAcl" => get_object_acl::GetObjectAclInput, bucket;
-        "HeadBucket" => head_bucket::HeadBucketInput, bucket;
-    )
-}
-
-#[cfg(not(feature = "s3"))]
-fn s3_bucket<'a>(_name: &str, _input: &'a Input) -> Option<&'a str> {
-    None
-}
-
-#[cfg(feature = "dynamodb")]
-fn dynamodb_table<'a>(name: &str, input: &'a Input) -> Option<&'a str> {
-    use aws_sdk_dynamodb::operation::*;
-    resources!(input, name,
-        "GetItem" => get_item::GetItemInput, table_name;
-        "Query" => query::QueryInput, table_name;
-        "Scan" => scan::ScanInput, table_name;
-        "DescribeTable" => describe_table::DescribeTableInput, table_name;
-    )
-}
-
-#[cfg(not(feature = "dynamodb"))]
-fn dynamodb_table<'a>(_name: &str, _input: &'a Input) -> Option<&'a str> {
-    None
 }
