@@ -7,41 +7,28 @@
 //! cargo run --release -p hedging-opendal --example hedged_opendal_reads [-- READS DELAY_MS]
 //! ```
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::sync::atomic::AtomicU64;
 
-use bytes::Bytes;
 use hedging_opendal::hedging::{timer::TokioTimer, Policy};
 use hedging_opendal::HedgeLayer;
-use hedging_test_server::object::{objects, StallWhen, StallWhere};
+use hedging_test_server::object::{read_next_range, table_server, TABLE, TABLE_STALLS};
 use hedging_test_server::opendal::context;
 use hedging_test_server::report::{self, args};
-use hedging_test_server::{real_clock, Error, Hold, Server};
+use hedging_test_server::Error;
 use opendal::services::Http;
 use opendal::Operator;
 
-const OBJECT_SIZE: u64 = 1 << 20;
-const RANGE_SIZE: u64 = 64 * 1024;
-const PATH: &str = "data/table.parquet";
-
 /// Reads the next 64 KiB range of the object, walking it with `reads`.
 async fn read(op: &Operator, reads: &AtomicU64) -> Result<(), Error> {
-    let start = (reads.fetch_add(1, Relaxed) * RANGE_SIZE) % (OBJECT_SIZE - RANGE_SIZE);
-    let bytes = op.read_with(PATH).range(start..start + RANGE_SIZE).await?;
-    assert_eq!(bytes.len() as u64, RANGE_SIZE);
-    Ok(())
+    let read = |range| async { Ok::<_, Error>(op.read_with(TABLE).range(range).await?.len()) };
+    read_next_range(reads, read).await
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (reads, delay) = args(2000, 5)?;
 
-    let object: Bytes = (0..OBJECT_SIZE).map(|i| (i % 251) as u8).collect();
-    let files = HashMap::from([(PATH.to_owned(), object)]);
-    let stall = Hold::For(Duration::from_millis(200));
-    let behavior = objects(files, StallWhen::OneIn(100), StallWhere::Alternate, stall);
-    let server = Server::http(behavior, real_clock()).await?;
+    let server = table_server().await?;
     let operator = || -> opendal::Result<Operator> {
         let http = Http::default().endpoint(&server.origin());
         Ok(Operator::new(http)?.with_context(context()))
@@ -55,8 +42,8 @@ async fn main() -> Result<(), Error> {
     let hedged = operator()?.layer(HedgeLayer::new(policy.clone()));
 
     let what = format!(
-        "{reads} sequential 64 KiB range reads per run through OpenDAL's http service; the \
-         server stalls 1 request in 100 for 200 ms (half before the answer, half mid-body)"
+        "{reads} sequential 64 KiB range reads per run through OpenDAL's http service; \
+         {TABLE_STALLS}"
     );
     let label = format!("HedgeLayer, hedged after {} ms", delay.as_millis());
     let (plain_reads, hedged_reads) = (AtomicU64::new(0), AtomicU64::new(0));

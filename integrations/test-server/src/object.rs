@@ -1,10 +1,14 @@
 //! Object reads for [`Server::http`](crate::Server::http): [`objects`] answers GETs (whole or
 //! one byte range) and HEADs as an object store's HTTP API does, stalling chosen reads;
-//! [`HyperConnector`] sends `object_store::http::HttpStore`'s requests with hyper-util.
+//! [`HyperConnector`] sends `object_store::http::HttpStore`'s requests with hyper-util;
+//! [`table_server`] is the range-read examples' server.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_RANGE, ETAG, IF_MATCH, RANGE};
@@ -18,8 +22,45 @@ use object_store::http::{HttpBuilder, HttpStore};
 use object_store::{ClientOptions, RetryConfig};
 
 use crate::answer::{Answer, Behavior, Reply};
+use crate::log::real_clock;
 use crate::log::{Arrival, Hold};
 use crate::pace::Pace;
+use crate::server::Server;
+
+/// The object the range-read examples read: 1 MiB, byte i is `i % 251`.
+pub const TABLE: &str = "data/table.parquet";
+const TABLE_SIZE: u64 = 1 << 20;
+/// The length of each range the examples read.
+pub const RANGE_SIZE: u64 = 64 * 1024;
+/// What [`table_server`] does, for the examples' reports.
+pub const TABLE_STALLS: &str =
+    "the server stalls 1 request in 100 for 200 ms (half before the answer, half mid-body)";
+
+/// The range-read examples' server, on the real clock: [`TABLE`], read by ranges, one
+/// read in 100 stalled for 200 ms, before the answer and in the middle of the body in
+/// turn.
+pub async fn table_server() -> std::io::Result<Server> {
+    let object: Bytes = (0..TABLE_SIZE).map(|i| (i % 251) as u8).collect();
+    let files = HashMap::from([(TABLE.to_owned(), object)]);
+    let stall = Hold::For(Duration::from_millis(200));
+    let behavior = objects(files, StallWhen::OneIn(100), StallWhere::Alternate, stall);
+    Server::http(behavior, real_clock()).await
+}
+
+/// Reads the next range of [`TABLE`] a run reads with `read`, [`RANGE_SIZE`] bytes long,
+/// `reads` counting the reads so far; checks that it read all its bytes (`read` answers
+/// how many).
+pub async fn read_next_range<F, R, E>(reads: &AtomicU64, read: F) -> Result<(), crate::Error>
+where
+    F: FnOnce(Range<u64>) -> R,
+    R: Future<Output = Result<usize, E>>,
+    E: Into<crate::Error>,
+{
+    let start = (reads.fetch_add(1, Relaxed) * RANGE_SIZE) % (TABLE_SIZE - RANGE_SIZE);
+    let read = read(start..start + RANGE_SIZE).await.map_err(Into::into)?;
+    assert_eq!(read as u64, RANGE_SIZE);
+    Ok(())
+}
 
 /// Which reads stall.
 #[derive(Clone, Copy, Debug)]
