@@ -93,6 +93,9 @@ pub struct Prediction {
     pub latency: Duration,
     /// Extra copies per call (0.05: one call in twenty starts a copy more).
     pub extra: f64,
+    /// Copies asked for per call, granted or refused: `extra` where the budget grants
+    /// them all.
+    pub asks: f64,
     /// The share of the copies asked for that the budget was predicted to grant.
     pub granted: f64,
     /// The share of calls predicted never to end: those censored past every ended
@@ -273,6 +276,7 @@ impl<'a> Survival<'a> {
             delay: plan.delay,
             latency: self.call_quantile(plan, quantile),
             extra: plan.granted * self.asks(plan),
+            asks: self.asks(plan),
             granted: plan.granted,
             unended: self.call_above(plan, u64::MAX),
         }
@@ -303,9 +307,11 @@ impl<'a> Survival<'a> {
     /// The delay the latencies predict minimises `goal.quantile` of call latency, among
     /// the delays within its bounds whose extra copies the budget allows (with a budget,
     /// predicted with its refusals; without one, at most [`NO_BUDGET_EXTRA`]); among the
-    /// delays within [`TOLERANCE`] of the best predicted tail, the one with the fewest
-    /// extra copies. When no delay keeps within [`NO_BUDGET_EXTRA`], the one with the
-    /// fewest extra copies (the longest of them). Where calls censored past every ended
+    /// delays within [`TOLERANCE`] of the best predicted tail, the one that asks for the
+    /// fewest copies (granted or refused: a delay whose copies the budget would refuse is
+    /// not cheap, its few granted copies go to whichever calls ask first, not to the slow
+    /// ones). When no delay keeps within [`NO_BUDGET_EXTRA`], the one with the fewest
+    /// extra copies (the longest of them). Where calls censored past every ended
     /// one keep the quantile out of any delay's reach, the delays are ranked at the
     /// highest quantile they reach. `None` when no class holds a latency.
     ///
@@ -400,7 +406,7 @@ impl<'a> Survival<'a> {
         let mut chosen = best;
         for delay in candidates {
             let prediction = self.predict_for(goal, delay);
-            if allowed(&prediction) && near(&prediction) && prediction.extra <= chosen.extra {
+            if allowed(&prediction) && near(&prediction) && prediction.asks <= chosen.asks {
                 chosen = prediction;
             }
         }

@@ -232,3 +232,22 @@ fn huge_delays_and_quantiles_saturate() {
         "NaN: the slowest"
     );
 }
+
+#[test]
+fn a_delay_whose_copies_the_budget_would_refuse_is_not_cheap_for_it() {
+    // 100 latencies, 99 of the body (0.5-2.5 ms) and one still running past 2.5 ms: no
+    // delay moves the p99 off 2.5 ms, so the cheapest near the best is chosen. At 0.1 ms
+    // every call asks for a copy and the bucket, earning only from calls that ask for
+    // none, grants none: no extra copy predicted, but every call asks, and the copies the
+    // bucket does hold go to whichever calls ask first, not to the slow ones. Cheap is
+    // asking little, not being refused.
+    let edges = [MS / 2, MS, 3 * MS / 2, 2 * MS, 5 * MS / 2, 200 * MS];
+    let mut above = [0.0; 6];
+    kaplan_meier(&[5, 45, 35, 12, 2, 0], &[0, 0, 0, 0, 0, 1], &mut above);
+    let survival = Survival::new(&edges, &above);
+    let goal = Goal::new(0.99).budget(0.10).bounds(MS_TENTH, ms(200));
+    let refused = survival.predict_for(&goal, MS_TENTH);
+    assert_eq!((refused.asks, refused.extra), (1.0, 0.0), "{refused:?}");
+    let choice = survival.choose(&goal).expect("latencies");
+    assert!(choice.asks <= 0.10, "{choice:?}");
+}
