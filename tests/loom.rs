@@ -234,6 +234,26 @@ fn the_published_estimate_is_of_the_newest_window_never_of_a_half_cleared_slot()
 }
 
 #[test]
+fn a_revisit_of_the_first_estimate_racing_a_turn_never_overlaps_it() {
+    check(|| {
+        // One latency makes the first estimate, at 1 µs into the first slot, and plans its
+        // revisit about as long again after. One thread records past the revisit, in the
+        // first slot; the other past the slot's end. Each claims the slot's end to revisit
+        // or to turn; the one that loses counts in the slot it read.
+        let ring = Arc::new(Ring::new(4 * SLOT, 1));
+        ring.record(MICRO, MICRO);
+        let other = Arc::clone(&ring);
+        let revisiting = thread::spawn(move || other.record(9 * MICRO, 3 * MICRO));
+        ring.record(MICRO, SLOT + MICRO);
+        revisiting.join().unwrap();
+        assert_eq!(ring.counted(), 3, "a recording lost to a revisit or a turn");
+        // Neither left the slot's end claimed: the ring still turns, to a window with no
+        // latency in it, and the fallback.
+        assert_eq!(ring.delay(6 * SLOT + MICRO), Ring::FALLBACK);
+    });
+}
+
+#[test]
 fn a_budget_shared_by_two_policies_never_hands_out_more_than_they_earned_plus_its_cap() {
     check(|| {
         // One token to start with, at most one saved; each policy ends one call that asked

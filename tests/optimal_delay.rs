@@ -191,3 +191,34 @@ fn calls_answered_at_their_first_poll_count_as_answering_at_once() {
         "{waited_only:?}"
     );
 }
+
+#[test]
+fn the_first_estimate_is_made_again_as_the_time_observed_doubles_until_a_slot_completes() {
+    let timer = ManualTimer::new();
+    let policy = optimal(&timer)
+        .adaptive_window(ms(4_000)) // quarters of 1 s: every call below is in the first
+        .budget(&Budget::new(0.15))
+        .build();
+    // The first 50 latencies are the calls that ended soonest: 1 ms.
+    for _ in 0..50 {
+        call(&policy, ms(1), ms(1));
+    }
+    assert!(past_the_body(policy.delay()), "{:?}", policy.delay());
+    // Slower calls end later. The estimate is made again at the slot's start plus 1/16,
+    // 1/8, 1/4 of a slot (62.5, 125, 250 ms): by then most calls take 3 ms, more than the
+    // budget could hedge at 1 ms.
+    for _ in 0..100 {
+        call(&policy, ms(3), ms(3));
+    }
+    assert!(timer.now() < ms(1_000), "still the first slot");
+    let again = policy.delay().expect("an estimate");
+    assert!((ms(2)..=ms(4)).contains(&again), "{again:?}");
+    // Once a slot's turn has published an estimate, only the next turn moves it.
+    timer.advance(ms(1_000) - timer.now());
+    let settled = policy.delay();
+    for _ in 0..400 {
+        call(&policy, ms(1), ms(1));
+    }
+    assert!(timer.now() < ms(2_000), "still the second slot");
+    assert_eq!(policy.delay(), settled);
+}

@@ -7,11 +7,11 @@ use core::time::Duration;
 use super::histogram::{is_queue, median_micros, window_delay, BUCKETS, EDGES_NANOS};
 use super::{
     nanos, Choice, LatencyTracker, HEDGED, HEDGE_WON, NO_ESTIMATE, REFUSED, SHOWN, SLOTS,
-    SLOTS_PER_WINDOW, STRIPE_LEN,
+    SLOTS_PER_WINDOW, STRIPE_LEN, TURNING,
 };
 use crate::budget::Budget;
 use crate::model::{kaplan_meier, Goal, Survival};
-use crate::sync::Ordering::Relaxed;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 impl LatencyTracker {
     /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of a window's worth of slots: the
@@ -127,6 +127,51 @@ impl LatencyTracker {
         let estimate = estimate.map(|delay| delay.clamp(min_delay, max_delay));
         // The bounds are at most `MAX_ESTIMATE`, so the estimate fits below `NO_ESTIMATE`.
         estimate.map_or(NO_ESTIMATE, nanos)
+    }
+
+    /// After a first estimate made at `now_nanos`, before `slot` completes: sets the slot's
+    /// end to the revisit, the next of the slot's start plus a half, a quarter, an eighth
+    /// (and so on) of a slot, so the estimate is made again each time the time observed
+    /// about doubles, and a slow call has had the time to end. A turn under way, or made
+    /// meanwhile, has the last word.
+    pub(super) fn plan_revisit(&self, slot: u64, now_nanos: u64) {
+        let end = self.end_of(slot);
+        let revisit = self.next_revisit(slot, now_nanos);
+        let _ = self
+            .slot_end_nanos
+            .compare_exchange(end, revisit, Relaxed, Relaxed);
+    }
+
+    /// At a revisit `end` of the first estimate in `slot`, at `now_nanos`: the thread that
+    /// claims it (as a turn is claimed: no turn overlaps it) makes the estimate again from
+    /// what is known, the slot being filled included, and sets the next revisit, or the
+    /// slot's own end.
+    pub(super) fn revisit(&self, slot: u64, end: u64, now_nanos: u64) {
+        if end >= self.end_of(slot)
+            || self
+                .slot_end_nanos
+                .compare_exchange(end, TURNING, Acquire, Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        self.estimate_nanos
+            .store(self.estimate(slot, true), Relaxed);
+        let revisit = self.next_revisit(slot, now_nanos);
+        self.slot_end_nanos.store(revisit, Release);
+    }
+
+    /// The first of `slot`'s start plus a half, a quarter, an eighth (and so on) of a slot
+    /// that is past `now_nanos`: the slot's end where none is.
+    fn next_revisit(&self, slot: u64, now_nanos: u64) -> u64 {
+        let end = self.end_of(slot);
+        let start = end.saturating_sub(self.slot_nanos);
+        let observed = now_nanos.saturating_sub(start);
+        let mut after = self.slot_nanos;
+        while after / 2 > observed {
+            after /= 2;
+        }
+        start.saturating_add(after).min(end)
     }
 
     /// The delay the model predicts minimises the quantile of call latency for calls of

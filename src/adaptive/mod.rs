@@ -234,7 +234,7 @@ impl LatencyTracker {
     #[inline]
     pub(crate) fn delay_at(&self, now_nanos: u64) -> Duration {
         if now_nanos >= self.slot_end_nanos.load(Relaxed) {
-            self.rotate(now_nanos / self.slot_nanos);
+            self.rotate(now_nanos);
         }
         match self.estimate_nanos.load(Relaxed) {
             NO_ESTIMATE => self.fallback,
@@ -308,7 +308,7 @@ impl LatencyTracker {
     fn record_in_stripe(&self, ending: &Ending, striped: bool) {
         let Sample { bucket, now_nanos } = ending.sample;
         let row = if now_nanos >= self.slot_end_nanos.load(Relaxed) {
-            row_of(self.rotate(now_nanos / self.slot_nanos))
+            row_of(self.rotate(now_nanos))
         } else {
             // Acquire: a row made current was cleared first.
             self.current_row.load(Acquire) as usize
@@ -323,7 +323,7 @@ impl LatencyTracker {
             self.counts[row + bucket].fetch_add(1, Relaxed);
         }
         if self.estimate_nanos.load(Relaxed) == NO_ESTIMATE {
-            self.recorded_without_estimate();
+            self.recorded_without_estimate(now_nanos);
         }
     }
 
@@ -365,22 +365,27 @@ impl LatencyTracker {
         }
     }
 
-    /// A latency was recorded into the slot being filled while there was no estimate:
-    /// once `min_samples` of them are known, the first estimate need not wait for its
-    /// slot to complete.
+    /// A latency was recorded into the slot being filled, at `now_nanos`, while there was
+    /// no estimate: once `min_samples` of them are known, the first estimate need not wait
+    /// for its slot to complete. It comes from the calls that ended soonest (a slow call
+    /// still running is not among them), so it is made again at revisits until the slot
+    /// completes ([`LatencyTracker::revisit`]).
     #[cold]
-    fn recorded_without_estimate(&self) {
+    fn recorded_without_estimate(&self, now_nanos: u64) {
         let slot = self.current_slot.load(Relaxed);
         let recorded = self.unestimated.fetch_add(1, Relaxed).wrapping_add(1);
         if recorded.is_multiple_of(self.config.min_samples.max(1)) {
             let estimate = self.estimate(slot, true);
             // A rotation that published meanwhile has the last word.
-            let _ = self
-                .estimate_nanos
-                .compare_exchange(NO_ESTIMATE, estimate, Relaxed, Relaxed);
+            let published =
+                self.estimate_nanos
+                    .compare_exchange(NO_ESTIMATE, estimate, Relaxed, Relaxed);
             if estimate != NO_ESTIMATE {
                 self.estimated_from
                     .fetch_min(slot.saturating_add(1), Relaxed);
+            }
+            if published.is_ok() && estimate != NO_ESTIMATE {
+                self.plan_revisit(slot, now_nanos);
             }
         }
     }
@@ -395,10 +400,17 @@ impl LatencyTracker {
     /// recording is cleared away. Turns never overlap, so an estimate never reads a row a
     /// turn is clearing. (A recorder preempted between reading the slot and counting for
     /// longer than a whole window would count in the slot that reuses its row.)
+    ///
+    /// Before its end, a slot's end may be a revisit of a first estimate: the ring stays,
+    /// and the estimate is made again ([`LatencyTracker::revisit`]).
     #[cold]
-    fn rotate(&self, slot: u64) -> u64 {
+    fn rotate(&self, now_nanos: u64) -> u64 {
+        let slot = now_nanos / self.slot_nanos;
         let seen = self.current_slot.load(Acquire);
         let end = self.slot_end_nanos.load(Relaxed);
+        if slot == seen && end != TURNING {
+            self.revisit(seen, end, now_nanos);
+        }
         if slot <= seen || end == TURNING {
             return seen;
         }
@@ -440,9 +452,14 @@ impl LatencyTracker {
             }
             self.estimate_nanos.store(estimate, Relaxed);
         }
-        let end = slot.saturating_add(1).saturating_mul(self.slot_nanos);
-        self.slot_end_nanos.store(end.min(TURNING - 1), Release);
+        self.slot_end_nanos.store(self.end_of(slot), Release);
         slot
+    }
+
+    /// When `slot` ends, in nanoseconds (short of [`TURNING`]).
+    fn end_of(&self, slot: u64) -> u64 {
+        let end = slot.saturating_add(1).saturating_mul(self.slot_nanos);
+        end.min(TURNING - 1)
     }
 }
 

@@ -115,7 +115,11 @@ impl<T> PolicyBuilder<T> {
     /// saw more refusals than predicted (slow calls that come together empty a bucket
     /// sooner than its ratio says); without one, or with a throttling budget, the
     /// delays predicted to start at most 5% extra copies. Of the delays whose predicted
-    /// tail is within 5% of the best, the one with the fewest extra copies wins.
+    /// tail is within 5% of the best, the one that asks for the fewest copies wins
+    /// (granted or refused: a delay the budget would refuse is not cheap).
+    ///
+    /// The first estimate is made again as the time observed doubles, until its quarter
+    /// window completes: see [`adaptive_min_samples`](Self::adaptive_min_samples).
     ///
     /// # Queueing
     ///
@@ -189,6 +193,11 @@ impl<T> PolicyBuilder<T> {
     /// [`adaptive_delay`](Self::adaptive_delay) replaces [`delay`](Self::delay): the first
     /// estimate is published with the latency that makes that many, without waiting for
     /// its quarter window to complete. Default 100; `0` is clamped to `1`.
+    ///
+    /// Those are the calls that ended soonest (a slow call still running is not among
+    /// them), so until the quarter completes the estimate is made again each time the
+    /// time observed about doubles: at the quarter's start plus each of ..., 1/8, 1/4 and
+    /// 1/2 of it that comes after the first estimate.
     pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
         self.settings.min_samples = samples.max(1);
         self
