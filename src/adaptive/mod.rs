@@ -365,11 +365,9 @@ impl LatencyTracker {
         }
     }
 
-    /// A latency was recorded into the slot being filled, at `now_nanos`, while there was
-    /// no estimate: once `min_samples` of them are known, the first estimate need not wait
-    /// for its slot to complete. It comes from the calls that ended soonest (a slow call
-    /// still running is not among them), so it is made again at revisits until the slot
-    /// completes ([`LatencyTracker::revisit`]).
+    /// A latency was recorded at `now_nanos` while there was no estimate: once
+    /// `min_samples` of them are known, the first estimate need not wait for its slot to
+    /// complete; made from the calls that ended soonest, it is revisited until then.
     #[cold]
     fn recorded_without_estimate(&self, now_nanos: u64) {
         let slot = self.current_slot.load(Relaxed);
@@ -383,9 +381,9 @@ impl LatencyTracker {
             if estimate != NO_ESTIMATE {
                 self.estimated_from
                     .fetch_min(slot.saturating_add(1), Relaxed);
-            }
-            if published.is_ok() && estimate != NO_ESTIMATE {
-                self.plan_revisit(slot, now_nanos);
+                if published.is_ok() {
+                    self.plan_revisit(slot, now_nanos);
+                }
             }
         }
     }
@@ -400,9 +398,7 @@ impl LatencyTracker {
     /// recording is cleared away. Turns never overlap, so an estimate never reads a row a
     /// turn is clearing. (A recorder preempted between reading the slot and counting for
     /// longer than a whole window would count in the slot that reuses its row.)
-    ///
-    /// Before its end, a slot's end may be a revisit of a first estimate: the ring stays,
-    /// and the estimate is made again ([`LatencyTracker::revisit`]).
+    /// A slot's end may come early, a revisit ([`LatencyTracker::revisit`]).
     #[cold]
     fn rotate(&self, now_nanos: u64) -> u64 {
         let slot = now_nanos / self.slot_nanos;
