@@ -12,6 +12,7 @@
 mod chart;
 mod engine;
 mod heavy;
+mod hindsight;
 mod independent;
 mod keyed;
 mod queue_report;
@@ -32,6 +33,8 @@ pub use heavy::{
     heavy_table, run_heavy, run_switch, run_withheld, withheld_table, Heavy, HeavyReport, Withheld,
     WithheldRow,
 };
+#[allow(unused_imports)]
+pub use hindsight::{run_hindsight, Hindsight};
 #[allow(unused_imports)]
 pub use independent::{run, simulate, simulate_with, Kind, Report, Row, Workload};
 #[allow(unused_imports)]
@@ -74,6 +77,9 @@ pub enum Delay {
     Fixed(Duration),
     /// A hedge at this quantile of recent latencies.
     Adaptive(f64),
+    /// A hedge at the delay the recent latencies predict minimises this quantile of call
+    /// latency within the budget, bounded as `queueing::optimal` is.
+    Optimal(f64),
 }
 
 /// One row of a table: a delay, with or without the budget.
@@ -89,6 +95,7 @@ impl Config {
             Delay::Off => "no hedging".to_string(),
             Delay::Fixed(delay) => format!("fixed {:.2} ms", delay.as_secs_f64() * 1e3),
             Delay::Adaptive(quantile) => format!("adaptive p{}", (quantile * 100.0).round()),
+            Delay::Optimal(quantile) => format!("optimal p{}", (quantile * 100.0).round()),
         };
         if self.budget {
             format!("{delay} + {}% budget", (BUDGET_RATIO * 100.0).round())
@@ -112,6 +119,12 @@ impl Config {
                 .max_copies(2)
                 .adaptive_delay(quantile)
                 .adaptive_window(WINDOW),
+            Delay::Optimal(quantile) => builder
+                .max_copies(2)
+                .optimal_delay(quantile)
+                .min_delay(Duration::from_micros(100))
+                .max_delay(Duration::from_millis(200))
+                .delay(Duration::from_millis(20)),
         };
         if self.budget {
             builder.budget(&Budget::new(BUDGET_RATIO))
