@@ -83,6 +83,10 @@ fn main() {
     for report in [&queueing, &paused].into_iter().chain(&paused_more) {
         print!("{}", lab::targets(&report.targets));
     }
+    print!("{}", lab::targets(&lab::two_hosts_hindsight()));
+    for heavy in [lab::Heavy::requests(), lab::Heavy::switching()] {
+        print!("{}", lab::targets(&[lab::heavy_hindsight(heavy)]));
+    }
     let svg = lab::svg(&reports, &queueing);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tail_latency.svg");
     match std::fs::create_dir_all(path.parent().expect("target/ has a parent"))

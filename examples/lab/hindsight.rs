@@ -1,10 +1,16 @@
-//! Workloads (a)–(d) against the best fixed delay in hindsight: fixed delays swept with
-//! the budget, the one with the lowest p99 kept, and `optimal_delay(0.99)` with the same
-//! budget held to it, as (e) and (f) are at every load.
+//! Workloads (a)–(d), (g), (h) and (i) against the best fixed delay in hindsight: fixed
+//! delays swept with the budget, the one with the lowest p99 kept, and
+//! `optimal_delay(0.99)` with the same budget held to it, as (e) and (f) are at every load.
 
 use std::time::Duration;
 
+use hedging::timer::ManualTimer;
+use hedging::Policy;
+
+use super::engine;
+use super::heavy::Heavy;
 use super::independent::{simulate, Workload};
+use super::keyed::{simulate_routed, Calls, TwoHosts, KEYS, SLOW_SHARES};
 use super::queueing::SWEPT_DELAYS_US;
 use super::{ms_text, Check, Config, Delay, Run};
 
@@ -63,4 +69,123 @@ pub fn run_hindsight(workload: &Workload) -> Hindsight {
         best_fixed,
         target,
     }
+}
+
+/// The delays of a sweep, with the budget, and `optimal_delay(0.99)` with it last.
+fn delays() -> Vec<Delay> {
+    SWEPT_DELAYS_US
+        .iter()
+        .map(|&us| Delay::Fixed(Duration::from_micros(us)))
+        .chain([Delay::Optimal(0.99)])
+        .collect()
+}
+
+/// For each group of calls `groups` names: the optimal row's p99 within [`HINDSIGHT`] of
+/// the best fixed delay's for that group, where `run` runs a delay with the budget.
+fn routed_line(
+    claim: String,
+    groups: &[(&str, &(dyn Fn(usize) -> bool + Sync))],
+    run: impl Fn(Delay) -> Calls + Sync,
+) -> Check {
+    let delays = delays();
+    let runs = engine::parallel_map(&delays, |&delay| run(delay));
+    let (optimal, fixed) = runs.split_last().expect("the sweep has delays");
+    let mut holds = true;
+    let measured = groups
+        .iter()
+        .map(|(name, group)| {
+            let p99 = |calls: &Calls| calls.percentile_of(0.99, group);
+            let (best, at) = fixed
+                .iter()
+                .zip(&delays)
+                .map(|(calls, delay)| (p99(calls), delay))
+                .min_by_key(|(p99, _)| *p99)
+                .expect("the sweep has delays");
+            let ratio = p99(optimal).as_secs_f64() / best.as_secs_f64();
+            holds &= ratio <= HINDSIGHT;
+            let fixed_label = Config {
+                delay: *at,
+                budget: true,
+            }
+            .label();
+            format!(
+                "{name}: {} vs {} ({ratio:.2}x; {fixed_label}), {:.2}% extra",
+                ms_text(p99(optimal)),
+                ms_text(best),
+                optimal.extra_of(group) * 100.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Check {
+        claim,
+        measured,
+        holds,
+    }
+}
+
+/// (g) at each slow share: one policy keyed by host with `optimal_delay(0.99)` against
+/// the best fixed delay of a policy per host, each host its own budget, host by host.
+pub fn two_hosts_hindsight() -> Vec<Check> {
+    SLOW_SHARES
+        .iter()
+        .map(|&share| {
+            let hosts = TwoHosts::at(share);
+            let run = |delay: Delay| {
+                let config = Config {
+                    delay,
+                    budget: true,
+                };
+                let keyed = matches!(delay, Delay::Optimal(_));
+                let policies = |timer: &ManualTimer| -> Vec<Policy<ManualTimer>> {
+                    match keyed {
+                        true => vec![config.builder(timer.clone()).adaptive_keys(KEYS).build()],
+                        false => vec![config.policy(timer.clone()), config.policy(timer.clone())],
+                    }
+                };
+                let route = |call: usize| {
+                    let host = hosts.host(call);
+                    (if keyed { 0 } else { host }, host)
+                };
+                simulate_routed(hosts.calls, policies, route, move |call, copy| {
+                    hosts.latency(call, copy)
+                })
+            };
+            let fast = |call: usize| hosts.host(call) == 0;
+            let slow = |call: usize| hosts.host(call) == 1;
+            routed_line(
+                format!(
+                    "(g) {:.0}% slow: optimal p99 + 10% budget keyed by host: each host's p99 <= {HINDSIGHT:.2}x the best fixed delay of a policy per host with the same budget",
+                    share * 100.0
+                ),
+                &[("fast host", &fast), ("slow host", &slow)],
+                run,
+            )
+        })
+        .collect()
+}
+
+/// (h) or (i): one policy with `optimal_delay(0.99)` and the budget against the best fixed
+/// delay with the same budget, over every call.
+pub fn heavy_hindsight(heavy: Heavy) -> Check {
+    let run = |delay: Delay| {
+        let config = Config {
+            delay,
+            budget: true,
+        };
+        simulate_routed(
+            heavy.calls,
+            |timer| vec![config.policy(timer.clone())],
+            |_| (0, 0),
+            move |call, copy| heavy.latency(call, copy),
+        )
+    };
+    routed_line(
+        format!(
+            "({}) optimal p99 + 10% budget: p99 <= {HINDSIGHT:.2}x the best fixed delay with the same budget",
+            heavy.key
+        ),
+        &[("every call", &|_| true)],
+        run,
+    )
 }

@@ -34,7 +34,7 @@ pub use heavy::{
     WithheldRow,
 };
 #[allow(unused_imports)]
-pub use hindsight::{run_hindsight, Hindsight};
+pub use hindsight::{heavy_hindsight, run_hindsight, two_hosts_hindsight, Hindsight};
 #[allow(unused_imports)]
 pub use independent::{run, simulate, simulate_with, Kind, Report, Row, Workload};
 #[allow(unused_imports)]
