@@ -199,15 +199,22 @@ fn the_first_estimate_is_made_again_as_the_time_observed_doubles_until_a_slot_co
         .adaptive_window(ms(4_000)) // quarters of 1 s: every call below is in the first
         .budget(&Budget::new(0.15))
         .build();
-    // The first 50 latencies are the calls that ended soonest: 1 ms.
-    for _ in 0..50 {
+    // The first latencies are the calls that ended soonest: 1 ms. The first estimate is
+    // made at the 50th.
+    for _ in 0..60 {
         call(&policy, ms(1), ms(1));
     }
     assert!(past_the_body(policy.delay()), "{:?}", policy.delay());
     // Slower calls end later. The estimate is made again at the slot's start plus 1/16,
-    // 1/8, 1/4 of a slot (62.5, 125, 250 ms): by then most calls take 3 ms, more than the
-    // budget could hedge at 1 ms.
-    for _ in 0..100 {
+    // 1/8, 1/4, 1/2 of a slot (62.5, 125, 250, 500 ms), from at least four times
+    // `adaptive_min_samples` latencies: not at 62.5 and 125 ms (fewer than 200)...
+    for _ in 0..50 {
+        call(&policy, ms(3), ms(3));
+    }
+    assert!(past_the_body(policy.delay()), "{:?}", policy.delay());
+    // ... nor at 250 ms, but at 500 ms, when 146 of 206 take 3 ms, more than the budget
+    // could hedge at 1 ms.
+    for _ in 0..150 {
         call(&policy, ms(3), ms(3));
     }
     assert!(timer.now() < ms(1_000), "still the first slot");

@@ -13,11 +13,14 @@ use crate::budget::Budget;
 use crate::model::{kaplan_meier, Goal, Survival};
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
+/// How many times `min_samples` a revisit of the first estimate needs to make it again.
+const REVISIT_SAMPLES: u32 = 4;
+
 impl LatencyTracker {
     /// The estimate, in nanoseconds or [`NO_ESTIMATE`], of a window's worth of slots: the
     /// complete ones before `current`, or with `with_current`, `current` and the three
     /// before it.
-    pub(super) fn estimate(&self, current: u64, with_current: bool) -> u64 {
+    pub(super) fn estimate(&self, current: u64, with_current: bool, samples: u32) -> u64 {
         let above = current.checked_add(u64::from(with_current));
         // Newest first: each slot of the window, and its row of the ring. With `current`,
         // a window's worth of slots ending with it: never the row a turn may be clearing.
@@ -98,7 +101,9 @@ impl LatencyTracker {
             && shown[HEDGED] >= MIN_ASKED
             && shown[HEDGE_WON] * 2 >= shown[HEDGED]
             && !median_rises_with_hedging(&paced);
-        let crowd = newest > 0 && queueing == newest;
+        // An estimate before the first turn has one slot, the one being filled, and its
+        // first latencies: too few to tell a queue from a pause that has not ended.
+        let crowd = queueing == newest && (newest == 2 || (newest == 1 && !with_current));
         let queue = crowd && !unshared;
         let estimate = match self.config.choice {
             // A queue is hedged only past its slowest recent latency; one slot in
@@ -113,13 +118,12 @@ impl LatencyTracker {
                 } else {
                     1.0
                 };
-                window_delay(&all, past, self.config.min_samples).map(Duration::from_micros)
+                window_delay(&all, past, samples).map(Duration::from_micros)
             }
             Choice::Quantile => {
-                window_delay(&window, self.config.quantile, self.config.min_samples)
-                    .map(Duration::from_micros)
+                window_delay(&window, self.config.quantile, samples).map(Duration::from_micros)
             }
-            Choice::Optimal { copies } => (total >= u64::from(self.config.min_samples.max(1)))
+            Choice::Optimal { copies } => (total >= u64::from(samples.max(1)))
                 .then(|| self.optimal(&window, &censored, copies, newest_shown))
                 .flatten(),
         };
@@ -155,8 +159,12 @@ impl LatencyTracker {
         {
             return;
         }
-        self.estimate_nanos
-            .store(self.estimate(slot, true), Relaxed);
+        // Made again from too few latencies, the estimate would move with their noise.
+        let samples = self.config.min_samples.saturating_mul(REVISIT_SAMPLES);
+        let estimate = self.estimate(slot, true, samples);
+        if estimate != NO_ESTIMATE {
+            self.estimate_nanos.store(estimate, Relaxed);
+        }
         let revisit = self.next_revisit(slot, now_nanos);
         self.slot_end_nanos.store(revisit, Release);
     }

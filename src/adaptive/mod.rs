@@ -373,7 +373,7 @@ impl LatencyTracker {
         let slot = self.current_slot.load(Relaxed);
         let recorded = self.unestimated.fetch_add(1, Relaxed).wrapping_add(1);
         if recorded.is_multiple_of(self.config.min_samples.max(1)) {
-            let estimate = self.estimate(slot, true);
+            let estimate = self.estimate(slot, true, self.config.min_samples);
             // A rotation that published meanwhile has the last word.
             let published =
                 self.estimate_nanos
@@ -442,7 +442,7 @@ impl LatencyTracker {
         self.current_row.store(row_of(slot) as u32, Release);
         self.current_slot.store(slot, Release);
         if slot > seen {
-            let estimate = self.estimate(slot, false);
+            let estimate = self.estimate(slot, false, self.config.min_samples);
             if estimate != NO_ESTIMATE {
                 self.estimated_from.fetch_min(slot, Relaxed);
             }

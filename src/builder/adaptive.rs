@@ -197,7 +197,10 @@ impl<T> PolicyBuilder<T> {
     /// Those are the calls that ended soonest (a slow call still running is not among
     /// them), so until the quarter completes the estimate is made again each time the
     /// time observed about doubles: at the quarter's start plus each of ..., 1/8, 1/4 and
-    /// 1/2 of it that comes after the first estimate.
+    /// 1/2 of it that comes after the first estimate, from at least four times
+    /// `samples` latencies (fewer would move it with their noise). Until the first turn no
+    /// estimate takes its latencies for a queue: one slot's first latencies cannot tell a
+    /// queue from a pause that has not ended.
     pub fn adaptive_min_samples(mut self, samples: u32) -> Self {
         self.settings.min_samples = samples.max(1);
         self
