@@ -6,7 +6,9 @@
 //! family has its file (`independent` for (a)-(d), `queueing` and its `servers` for (e));
 //! `report` and `queue_report` turn runs into tables and acceptance lines, `chart` into the
 //! latency CDFs. `keyed` is (g), one client over two backends; `heavy` is (h) and (i),
-//! slowness the request carries, and what `min_win_rate` does on every workload.
+//! slowness the request carries, and what `min_win_rate` does on every workload;
+//! `hindsight` holds `optimal_delay` on (a)-(d) and (g)-(i) to the best fixed delay with
+//! the same budget (`lab/tests/hindsight.rs` asserts it).
 #![allow(dead_code)]
 
 mod chart;
