@@ -80,7 +80,8 @@ pub enum Delay {
     /// A hedge at this quantile of recent latencies.
     Adaptive(f64),
     /// A hedge at the delay the recent latencies predict minimises this quantile of call
-    /// latency within the budget, bounded as `queueing::optimal` is.
+    /// latency within the budget, bounded as every optimal row is
+    /// (`queueing::optimal_bounded`).
     Optimal(f64),
 }
 
@@ -121,12 +122,7 @@ impl Config {
                 .max_copies(2)
                 .adaptive_delay(quantile)
                 .adaptive_window(WINDOW),
-            Delay::Optimal(quantile) => builder
-                .max_copies(2)
-                .optimal_delay(quantile)
-                .min_delay(Duration::from_micros(100))
-                .max_delay(Duration::from_millis(200))
-                .delay(Duration::from_millis(20)),
+            Delay::Optimal(quantile) => queueing::optimal_bounded(builder.max_copies(2), quantile),
         };
         if self.budget {
             builder.budget(&Budget::new(BUDGET_RATIO))

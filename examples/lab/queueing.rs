@@ -334,13 +334,22 @@ pub fn recommended<T: Timer>(builder: hedging::PolicyBuilder<T>, budget: bool) -
 /// configuration the README is to recommend once the lab's lines against the best fixed
 /// delay hold.
 pub fn optimal<T: Timer>(builder: hedging::PolicyBuilder<T>) -> Policy<T> {
+    optimal_bounded(builder, 0.99)
+        .budget(&recommended_budget())
+        .build()
+}
+
+/// `optimal_delay(quantile)` bounded to 0.1–200 ms, 20 ms until 100 latencies are known:
+/// the optimal rows of every workload.
+pub fn optimal_bounded<T: Timer>(
+    builder: hedging::PolicyBuilder<T>,
+    quantile: f64,
+) -> hedging::PolicyBuilder<T> {
     builder
-        .optimal_delay(0.99)
+        .optimal_delay(quantile)
         .min_delay(Duration::from_micros(100))
         .max_delay(Duration::from_millis(200))
         .delay(Duration::from_millis(20))
-        .budget(&recommended_budget())
-        .build()
 }
 
 /// The README's budget: 10% extra copies, at most 50 in flight.
