@@ -347,3 +347,36 @@ fn a_min_delay_beyond_584_years_stays_an_exact_bound() {
         "the estimate, clamped the same"
     );
 }
+
+#[test]
+fn the_queueing_guard_keeps_hedging_a_paused_replica_whose_hedges_win_at_the_healthy_pace() {
+    // A fifth of calls meet a paused replica (100 ms): a crowd of slow calls, as a queue
+    // makes. Where every hedge answers 1 ms after its own start, the slowness was not
+    // shared: hedge at the quantile (held to `min_delay`). Where hedges win only after
+    // 8 ms of their own, eight times the median, they queued as the originals did: hedge
+    // past the slowest latency (at least the 18 ms an original ran before its hedge won).
+    for (hedge, queue) in [(ms(1), false), (ms(8), true)] {
+        let timer = ManualTimer::new();
+        let policy = adaptive(&timer, 0.75)
+            .min_delay(ms(10))
+            .adaptive_window(ms(4000)) // quarters of a second, each holding 100 calls
+            .build();
+        let mut hedge_wins = 0;
+        for _ in 0..4 {
+            for call_index in 0..100 {
+                let original = if call_index % 5 == 4 { ms(100) } else { ms(1) };
+                hedge_wins += call(&policy, original, hedge).0;
+            }
+            // Into the next quarter, so the next recording turns the window.
+            let into = timer.now().as_nanos() % ms(1000).as_nanos();
+            timer.advance(ms(1000) - Duration::from_nanos(into as u64));
+        }
+        let delay = policy.delay().expect("an adaptive delay");
+        if queue {
+            assert!(delay >= ms(18), "slow hedges: {delay:?}");
+        } else {
+            assert_eq!(delay, ms(10), "hedges at the healthy pace");
+            assert_eq!(hedge_wins, 4 * 20, "every paused call's hedge won");
+        }
+    }
+}

@@ -6,8 +6,8 @@ use core::time::Duration;
 
 use super::histogram::{is_queue, median_micros, window_delay, BUCKETS, EDGES_NANOS};
 use super::{
-    nanos, Choice, LatencyTracker, HEDGED, HEDGE_WON, NO_ESTIMATE, REFUSED, SHOWN, SLOTS,
-    SLOTS_PER_WINDOW, STRIPE_LEN, TURNING,
+    nanos, Choice, LatencyTracker, HEDGED, HEDGE_WON, NO_ESTIMATE, PACED, PACE_FACTOR, REFUSED,
+    SHOWN, SLOTS, SLOTS_PER_WINDOW, STRIPE_LEN, TURNING,
 };
 use crate::budget::Budget;
 use crate::model::{kaplan_meier, Goal, Survival};
@@ -38,7 +38,9 @@ impl LatencyTracker {
         // What hedges showed in the window, and in the slot that just completed.
         let (mut shown, mut newest_shown) = ([0u64; SHOWN], [0u64; SHOWN]);
         // Per slot with enough calls: the share of them hedged, and their median.
-        let mut paced: [Option<(f64, u64)>; SLOTS as usize] = [None; SLOTS as usize];
+        let mut hedging: [Option<(f64, u64)>; SLOTS as usize] = [None; SLOTS as usize];
+        // The calls that answered at their first poll, counted as answering at once.
+        let mut at_once = 0;
         for (back, at) in slots.into_iter().enumerate() {
             let Some((number, at)) = at else { continue };
             let row = at * BUCKETS;
@@ -67,7 +69,9 @@ impl LatencyTracker {
             // that waited: where most answer at once, their median says nothing of a pace.)
             if let Some(answers) = &self.answers {
                 let recorded = slot.iter().sum::<u64>();
-                window[0] += answers.won_in(number, current).saturating_sub(recorded);
+                let answered = answers.won_in(number, current).saturating_sub(recorded);
+                window[0] += answered;
+                at_once += answered;
             }
             let slot_shown = self.shown_in(at as u64);
             let (hedged, refused) = (
@@ -75,16 +79,18 @@ impl LatencyTracker {
                 u64::from(slot_shown[REFUSED].load(Relaxed)),
             );
             let won = u64::from(slot_shown[HEDGE_WON].load(Relaxed));
+            let won_paced = u64::from(slot_shown[PACED].load(Relaxed));
             let estimated = self.estimated_from.load(Relaxed) < current;
             if back == 0 && !with_current && estimated {
-                newest_shown = [hedged, refused, won];
+                newest_shown = [hedged, refused, won, won_paced];
             }
             shown[HEDGED] += hedged;
             shown[REFUSED] += refused;
             shown[HEDGE_WON] += won;
+            shown[PACED] += won_paced;
             let calls: u64 = slot.iter().sum();
             if calls >= MIN_ASKED {
-                paced[back] = Some((hedged as f64 / calls as f64, median_micros(&slot)));
+                hedging[back] = Some((hedged as f64 / calls as f64, median_micros(&slot)));
             }
             if back < 2 && slot.iter().any(|&count| count > 0) {
                 newest += 1;
@@ -92,15 +98,23 @@ impl LatencyTracker {
             }
         }
         let total = window.iter().chain(&censored).sum::<u64>();
-        // Slow calls in a crowd are a queue. With `optimal_delay`, unless the hedges
-        // showed otherwise: most of them won (the slowness was not shared) and the median
-        // did not rise with the share of calls hedged (the copies did not load a queue).
-        // `adaptive_delay` keeps to the crowd alone: hedging at its p95 whenever hedges
-        // win costs a loaded queue's median more than 5% (the lab's workload (e) at 90%).
-        let unshared = matches!(self.config.choice, Choice::Optimal { .. })
-            && shown[HEDGED] >= MIN_ASKED
+        // The healthy pace the next slot's winning hedges are held to: a multiple of the
+        // median of the calls that waited.
+        let mut waited = window;
+        waited[0] -= at_once;
+        let pace = median_micros(&waited).saturating_mul(PACE_FACTOR);
+        if pace > 0 {
+            self.pace_micros
+                .store(u32::try_from(pace).unwrap_or(u32::MAX), Relaxed);
+        }
+        // Slow calls in a crowd are a queue, unless the hedges showed otherwise: most of
+        // them won, most of their wins came at the healthy pace (the copies were not
+        // queued as the originals were: the slowness was not shared), and the median did
+        // not rise with the share of calls hedged (the copies did not load a queue).
+        let unshared = shown[HEDGED] >= MIN_ASKED
             && shown[HEDGE_WON] * 2 >= shown[HEDGED]
-            && !median_rises_with_hedging(&paced);
+            && shown[PACED] * 2 >= shown[HEDGE_WON]
+            && !median_rises_with_hedging(&hedging);
         // An estimate before the first turn has one slot, the one being filled, and its
         // first latencies: too few to tell a queue from a pause that has not ended.
         let crowd = queueing == newest && (newest == 2 || (newest == 1 && !with_current));
@@ -219,7 +233,7 @@ impl LatencyTracker {
         &self,
         survival: &Survival<'_>,
         goal: Goal,
-        [hedged, refused, _]: [u64; SHOWN],
+        [hedged, refused, ..]: [u64; SHOWN],
     ) {
         let asked = hedged + refused;
         let used = self.estimate_nanos.load(Relaxed);

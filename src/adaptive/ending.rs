@@ -1,10 +1,12 @@
 //! What a call tells the tracker at its end: the original's latency or its age when
-//! dropped (a [`Sample`]), and what its hedges showed ([`Shown`]), which each slot counts.
+//! dropped (a [`Sample`]), and what its hedges showed ([`Shown`]), which each slot counts,
+//! a winning hedge's pace among it.
 
 use core::time::Duration;
 
-use super::histogram::bucket_of;
-use super::nanos;
+use super::histogram::{bucket_of, BUCKETS};
+use super::{nanos, LatencyTracker};
+use crate::sync::{AtomicU32, Ordering::Relaxed};
 
 /// What a call that ran long enough to read the clock tells the tracker at its end.
 #[derive(Clone, Copy, Debug)]
@@ -14,7 +16,14 @@ pub(crate) struct Ending {
     /// What the call showed: [`Shown`] bits, none for an original that answered in a
     /// call that asked for no copy.
     pub(crate) shown: Shown,
+    /// With [`Shown::HEDGE_WON`], the winning copy's own latency, from its start, in
+    /// nanoseconds: [`UNKNOWN_PACE`] where it is not known (the winner was not the copy
+    /// started last).
+    pub(crate) hedge_nanos: u64,
 }
+
+/// [`Ending::hedge_nanos`] where no hedge's own latency is known.
+pub(crate) const UNKNOWN_PACE: u64 = u64::MAX;
 
 /// What a call's end showed (its original censored, its hedges started, won, refused),
 /// as bits: a tracker tests them once, as a whole.
@@ -28,6 +37,10 @@ impl Shown {
     pub(crate) const REFUSED: Shown = Shown(1 << REFUSED);
     /// A copy other than the original won the call.
     pub(crate) const HEDGE_WON: Shown = Shown(1 << HEDGE_WON);
+    /// A copy other than the original won the call at the healthy pace: its own latency
+    /// within [`PACE_FACTOR`] times the window's median. Set by the tracker, which knows
+    /// the median.
+    pub(super) const PACED: Shown = Shown(1 << PACED);
     /// The original was dropped still running: its latency is only known to exceed the
     /// sample (censored).
     pub(crate) const CENSORED: Shown = Shown(1 << 7);
@@ -44,6 +57,11 @@ impl Shown {
     /// Whether the bit of the count of what hedges showed at `count` ([`SHOWN`]) is set.
     pub(super) fn has(self, count: usize) -> bool {
         self.0 & (1 << count) != 0
+    }
+
+    /// Whether a copy other than the original won the call.
+    pub(crate) fn hedge_won(self) -> bool {
+        self.has(HEDGE_WON)
     }
 
     pub(super) fn is_censored(self) -> bool {
@@ -69,11 +87,51 @@ impl Sample {
     }
 }
 
+impl LatencyTracker {
+    /// Records an ending that is censored or shows what hedges did, at `at` (its row of
+    /// the ring and its bucket).
+    #[cold]
+    pub(super) fn record_unusual(&self, at: usize, ending: &Ending) {
+        if ending.shown.is_censored() && !self.censored.is_empty() {
+            self.censored[at].fetch_add(1, Relaxed);
+        } else {
+            self.count_ended(at);
+        }
+        let pace = u64::from(self.pace_micros.load(Relaxed));
+        let paced = ending.shown.has(HEDGE_WON) && ending.hedge_nanos / 1000 < pace;
+        self.show(
+            (at / BUCKETS) as u64,
+            ending.shown.with(Shown::PACED, paced),
+        );
+    }
+
+    /// The counts of what hedges showed in the slot at `row` of the ring.
+    pub(super) fn shown_in(&self, row: u64) -> &[AtomicU32] {
+        let at = row as usize * SHOWN;
+        &self.shown[at..at + SHOWN]
+    }
+
+    /// Counts what a call's hedges showed, in the slot at `row` of the ring.
+    fn show(&self, row: u64, shown: Shown) {
+        for (count, counter) in self.shown_in(row).iter().enumerate() {
+            if shown.has(count) {
+                counter.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
 /// The counts of what hedges showed, per slot.
-pub(super) const SHOWN: usize = 3;
+pub(super) const SHOWN: usize = 4;
 /// Calls in which the clock started a copy.
 pub(super) const HEDGED: usize = 0;
 /// Calls in which the budget refused a copy.
 pub(super) const REFUSED: usize = 1;
 /// Calls a copy other than the original won.
 pub(super) const HEDGE_WON: usize = 2;
+/// Calls a copy other than the original won at the healthy pace.
+pub(super) const PACED: usize = 3;
+/// A winning copy answered at the healthy pace when its own latency was at most this many
+/// times the median of the window's latencies: a copy that queued, as the originals did,
+/// takes longer.
+pub(super) const PACE_FACTOR: u64 = 2;

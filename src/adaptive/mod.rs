@@ -2,12 +2,13 @@
 //! and [`PolicyBuilder::optimal_delay`](crate::PolicyBuilder::optimal_delay): a lock-free,
 //! decaying histogram of copy latencies and the delay it suggests.
 //!
-//! - `mod.rs`: the ring of slots and its recording; with `optimal_delay`, a censored
-//!   latency (an original dropped still running) goes to counters of its own, and each
-//!   slot counts what hedges showed (started, won, refused).
+//! - `mod.rs`: the ring of slots and its recording.
 //! - `choice.rs`: how a window becomes a delay (a quantile, or the model's choice within
 //!   the budget's headroom), the queueing guard and its probes.
-//! - `ending.rs`: what a call's end tells the tracker (its sample, what hedges showed).
+//! - `ending.rs`: what a call's end tells the tracker (its sample, what hedges showed,
+//!   the winning hedge's own latency) and how a slot counts it: with `optimal_delay`, a
+//!   censored latency (an original dropped still running) in counters of its own; what
+//!   hedges showed (started, won, refused, won at the healthy pace) per slot.
 //! - `answers.rs`: the calls answered at their first poll, for `optimal_delay`.
 //! - `histogram.rs`: the buckets' arithmetic.
 //!
@@ -27,9 +28,10 @@
 //! median, the slow calls are a crowd: the backend is queueing, and extra copies would only
 //! lengthen the queue. The estimate is then the window's slowest latency (one slot in four
 //! its p98, a probe), so only calls slower than any recent one are hedged. (One slot alone
-//! may straddle a shift of the median, which looks the same; two in a row do not.) With
-//! `optimal_delay`, a crowd is not a queue when most of the window's hedges won and the
-//! median did not rise with the share of calls hedged.
+//! may straddle a shift of the median, which looks the same; two in a row do not.) A crowd
+//! is not a queue when most of the window's hedged calls were won by a hedge, most of
+//! those at the healthy pace (the hedge's own latency within twice the window's median:
+//! `ending.rs` counts them), and the median did not rise with the share of calls hedged.
 //!
 //! We wrote the histogram instead of depending on `hdrhistogram` (not shareable without a
 //! lock or per-thread recorders) or `histogram` (std only, no in-place clearing, and
@@ -57,8 +59,8 @@ mod choice;
 mod ending;
 mod histogram;
 
-pub(crate) use self::ending::{Ending, Sample, Shown};
-use self::ending::{HEDGED, HEDGE_WON, REFUSED, SHOWN};
+pub(crate) use self::ending::{Ending, Sample, Shown, UNKNOWN_PACE};
+use self::ending::{HEDGED, HEDGE_WON, PACED, PACE_FACTOR, REFUSED, SHOWN};
 
 /// Slots in the ring: four complete ones make the window, one is being filled.
 const SLOTS: u64 = 5;
@@ -146,6 +148,9 @@ pub(crate) struct LatencyTracker {
     censored: Box<[AtomicU32]>,
     /// Per slot, what hedges showed: [`SHOWN`] counts.
     shown: Box<[AtomicU32]>,
+    /// The healthy pace, in microseconds: [`PACE_FACTOR`] times the window's median at
+    /// the last estimate, 0 before it. A winning hedge this fast was not queued.
+    pace_micros: AtomicU32,
     /// The share of its ratio the budget is planned to grant, in thousandths: lowered by
     /// the refusals of each slot that completes (the slow calls came together and emptied
     /// the bucket before its ratio said), raised again by slots without any.
@@ -205,6 +210,7 @@ impl LatencyTracker {
             shown: (0..SLOTS as usize * SHOWN)
                 .map(|_| AtomicU32::new(0))
                 .collect(),
+            pace_micros: AtomicU32::new(0),
             headroom: AtomicU32::new(FULL_HEADROOM),
             estimated_from: AtomicU64::new(u64::MAX),
             budget: budget.clone(),
@@ -284,6 +290,7 @@ impl LatencyTracker {
         self.record_ending(&Ending {
             sample: Sample::new(latency, now),
             shown: Shown::default(),
+            hedge_nanos: UNKNOWN_PACE,
         });
     }
 
@@ -336,33 +343,6 @@ impl LatencyTracker {
             mask => stripe() & mask as usize,
         };
         self.counts[stripe * STRIPE_LEN + at].fetch_add(1, Relaxed);
-    }
-
-    /// Records an ending that is censored or shows what hedges did, at `at` (its row of
-    /// the ring and its bucket).
-    #[cold]
-    fn record_unusual(&self, at: usize, ending: &Ending) {
-        if ending.shown.is_censored() && !self.censored.is_empty() {
-            self.censored[at].fetch_add(1, Relaxed);
-        } else {
-            self.count_ended(at);
-        }
-        self.show((at / BUCKETS) as u64, ending.shown);
-    }
-
-    /// The counts of what hedges showed in the slot at `row` of the ring.
-    fn shown_in(&self, row: u64) -> &[AtomicU32] {
-        let at = row as usize * SHOWN;
-        &self.shown[at..at + SHOWN]
-    }
-
-    /// Counts what a call's hedges showed, in the slot at `row` of the ring.
-    fn show(&self, row: u64, shown: Shown) {
-        for (count, counter) in self.shown_in(row).iter().enumerate() {
-            if shown.has(count) {
-                counter.fetch_add(1, Relaxed);
-            }
-        }
     }
 
     /// A latency was recorded at `now_nanos` while there was no estimate: once

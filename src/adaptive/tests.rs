@@ -213,8 +213,9 @@ fn optimal_tracker(ratio: f64) -> LatencyTracker {
 }
 
 /// A slot of 80 calls in 1 ms and 20 hedged at 9 ms whose originals were dropped at
-/// 10 ms, censored: a crowd of slow calls, whose hedges won or not.
-fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool) {
+/// 10 ms, censored: a crowd of slow calls, whose hedges won (each `hedge` after its own
+/// start) or not.
+fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool, hedge: Duration) {
     let at = slot * 1000 * MS;
     (0..80).for_each(|_| tracker.record(MS, at));
     for _ in 0..20 {
@@ -223,27 +224,59 @@ fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool) {
             shown: Shown::HEDGED
                 .with(Shown::HEDGE_WON, hedges_won)
                 .with(Shown::CENSORED, hedges_won),
+            hedge_nanos: if hedges_won {
+                nanos(hedge)
+            } else {
+                UNKNOWN_PACE
+            },
         });
     }
 }
 
 #[test]
-fn with_optimal_delay_a_crowd_whose_hedges_win_is_not_a_queue() {
-    let tracker = optimal_tracker(0.5);
-    record_hedged_slot(&tracker, 0, true);
-    record_hedged_slot(&tracker, 1, true);
-    // The slowness was not shared: hedge past the body, where the model says.
-    let delay = tracker.delay(2000 * MS);
+fn a_crowd_whose_hedges_win_at_the_healthy_pace_is_not_a_queue() {
+    // The hedges answered in 1 ms, the originals' median: the slowness was not shared.
+    let optimal = optimal_tracker(0.5);
+    let quantile = tracker(0.5, 1);
+    for slot in 0..2 {
+        record_hedged_slot(&optimal, slot, true, MS);
+        record_hedged_slot(&quantile, slot, true, MS);
+    }
+    // Hedge past the body, where the model says, or at the quantile.
+    let delay = optimal.delay(2000 * MS);
     assert!(delay < 2 * MS, "{delay:?}");
+    let delay = quantile.delay(2000 * MS);
+    assert!(delay < MS + MS / 16, "{delay:?}");
 }
 
 #[test]
-fn with_optimal_delay_a_crowd_whose_hedges_lose_is_a_queue() {
-    let tracker = optimal_tracker(0.5);
-    record_hedged_slot(&tracker, 0, false);
-    record_hedged_slot(&tracker, 1, false);
+fn a_crowd_whose_hedges_win_only_as_slowly_as_the_originals_is_a_queue() {
+    // The hedges won, but took 5 ms of their own, five times the originals' median: they
+    // queued too, and another copy would queue as well.
+    let optimal = optimal_tracker(0.5);
+    let quantile = tracker(0.5, 1);
+    for slot in 0..2 {
+        record_hedged_slot(&optimal, slot, true, 5 * MS);
+        record_hedged_slot(&quantile, slot, true, 5 * MS);
+    }
+    let delay = optimal.delay(2000 * MS);
+    assert!(delay >= 10 * MS, "{delay:?}");
+    let delay = quantile.delay(2000 * MS);
+    assert!(delay >= 10 * MS, "{delay:?}");
+}
+
+#[test]
+fn a_crowd_whose_hedges_lose_is_a_queue() {
+    let optimal = optimal_tracker(0.5);
+    let quantile = tracker(0.5, 1);
+    for slot in 0..2 {
+        record_hedged_slot(&optimal, slot, false, MS);
+        record_hedged_slot(&quantile, slot, false, MS);
+    }
     // The copies were as slow as the originals: hedge only past the slowest latency.
-    let delay = tracker.delay(2000 * MS);
+    let delay = optimal.delay(2000 * MS);
+    assert!(delay >= 10 * MS, "{delay:?}");
+    let delay = quantile.delay(2000 * MS);
     assert!(delay >= 10 * MS, "{delay:?}");
 }
 
@@ -311,6 +344,7 @@ fn refusals_beyond_the_models_lower_the_ratio_it_plans_for() {
             shown: Shown::default()
                 .with(Shown::HEDGED, !refused)
                 .with(Shown::REFUSED, refused),
+            hedge_nanos: UNKNOWN_PACE,
         });
     }
     tracker.delay(2000 * MS);

@@ -67,13 +67,17 @@ impl<T> PolicyBuilder<T> {
     /// windows that hold latencies (or the only one so far), more than a tenth of the
     /// latencies exceed four times that quarter's median,
     /// the slow calls are a crowd: the backend is queueing, and extra copies would only
-    /// lengthen its queues. The delay is then the window's slowest latency (within
-    /// `min_delay..=max_delay`), so only calls slower than any recent one are hedged; one
-    /// quarter window in four it is the window's p98, so a few hedges keep showing what
-    /// they do. A service whose latencies spread that wide on their own (a log-normal σ
-    /// above about 1.1) is then rarely hedged: give it a fixed [`delay`](Self::delay), or
-    /// use [`optimal_delay`](Self::optimal_delay), whose guard also reads whether the
-    /// hedges won.
+    /// lengthen its queues, unless the window's hedges showed otherwise: most hedged calls
+    /// were won by a hedge, most of those hedges answered at the healthy pace (within
+    /// twice the window's median, counted from their own start: they did not queue as the
+    /// originals had), and the median did not rise with the share of calls hedged (by a
+    /// quarter and 100 µs: the copies did not load a queue). Then the slowness was a
+    /// replica's (a pause, a GC) and hedging goes on. A queue's delay is the window's
+    /// slowest latency (within `min_delay..=max_delay`), so only calls slower than any
+    /// recent one are hedged; one quarter window in four it is the window's p98, so a few
+    /// hedges keep showing what they do. A service whose latencies spread that wide on
+    /// their own (a log-normal σ above about 1.1) and whose hedges do no better is then
+    /// rarely hedged: give it a fixed [`delay`](Self::delay).
     pub fn adaptive_delay(self, quantile: f64) -> Self {
         self.learn_delay(quantile, DEFAULT_QUANTILE, Choice::Quantile)
     }
@@ -123,11 +127,11 @@ impl<T> PolicyBuilder<T> {
     ///
     /// # Queueing
     ///
-    /// A crowd of slow calls is a queue, as for `adaptive_delay`, unless the hedges showed
-    /// otherwise: most of the window's hedged calls were won by a hedge (the slowness was
-    /// not shared) and the median did not rise with the share of calls hedged (by a
-    /// quarter and 100 µs: the copies did not load a queue). A queue is hedged past its
-    /// slowest recent latency, and probed past its p98 one quarter window in four.
+    /// As for [`adaptive_delay`](Self::adaptive_delay): a crowd of slow calls is a queue
+    /// unless the hedges showed otherwise (most hedged calls won by a hedge answering at
+    /// the healthy pace, and a median that did not rise with the share of calls hedged).
+    /// A queue is hedged past its slowest recent latency, and probed past its p98 one
+    /// quarter window in four.
     ///
     /// # Assumptions
     ///

@@ -4,11 +4,12 @@
 use core::sync::atomic::{fence, Ordering::Release};
 use core::time::Duration;
 
+use super::clock::Times;
 use super::clock::{Due, Pass};
 use super::kept::Lost;
 use super::outcome::{End, Finished};
 use super::{Race, Timed};
-use crate::adaptive::{Ending, Sample, Shown};
+use crate::adaptive::{Ending, Sample, Shown, UNKNOWN_PACE};
 use crate::attempt::{Classify, Verdict};
 use crate::keyed::{Key, Turn};
 use crate::policy::Settings;
@@ -160,7 +161,7 @@ impl<T, E> Race<T, E> {
         original_alive: bool,
     ) {
         // The clock runs only once a call waited: an instant answer skips all of this.
-        if let (Some(_), Some(first_start)) = (settings.schedule.tracker(), self.first_start()) {
+        if let (Some(_), Some(times)) = (settings.schedule.tracker(), &self.times) {
             // The original's latency: exact if it won, a lower bound if it loses now.
             let original_won = matches!(end, End::Won { index: 0, .. });
             if original_won || original_alive {
@@ -172,7 +173,7 @@ impl<T, E> Race<T, E> {
                     .with(Shown::HEDGE_WON, matches!(end, End::Won { index: 1.., .. }))
                     .with(Shown::REFUSED, self.refused != 0)
                     .with(Shown::CENSORED, !original_won);
-                record_latency(settings, first_start, shown, self.key);
+                record_latency(settings, times, shown, self.key);
             } else if self.key.is_some() {
                 // No latency to record, but the key's call ended: its lookup marks it used.
                 key_ended(settings, self.key);
@@ -249,20 +250,27 @@ pub(crate) fn cancelled_without_race<Tm>(settings: &Settings<Tm>) {
 }
 
 /// Records the original's latency (or its age, censored) and what the hedges `shown`
-/// with the adaptive delay's tracker, and with its key's if it has one.
+/// with the adaptive delay's tracker, and with its key's if it has one. Where a hedge won,
+/// its own latency is counted from the latest copy's start: exact where the winner is the
+/// copy started last (always, with two copies); where an earlier hedge won after a later
+/// one started, the time since the later start, shorter than its own.
 #[cold]
 #[inline(never)]
 fn record_latency<Tm: Timer>(
     settings: &Settings<Tm>,
-    first_start: Duration,
+    times: &Times,
     shown: Shown,
     key: Option<Key>,
 ) {
     if let Some(tracker) = settings.schedule.tracker() {
         let now = settings.timer.now();
         let ending = Ending {
-            sample: Sample::new(now.saturating_sub(first_start), now),
+            sample: Sample::new(now.saturating_sub(times.first_start), now),
             shown,
+            hedge_nanos: match shown.hedge_won() {
+                true => own_latency(now, times.latest_start),
+                false => UNKNOWN_PACE,
+            },
         };
         tracker.record_ending(&ending);
         if let Some(entry) = settings.kept(key) {
@@ -271,6 +279,13 @@ fn record_latency<Tm: Timer>(
             }
         }
     }
+}
+
+/// A copy's own latency at `now`, in nanoseconds, from its `start`.
+#[cold]
+#[inline(never)]
+fn own_latency(now: Duration, start: Duration) -> u64 {
+    crate::adaptive::nanos(now.saturating_sub(start))
 }
 
 /// A call of `key` ended with no latency to record: its place, if kept, is in use now.
