@@ -30,8 +30,11 @@ type Curve<'a> = (&'a [Duration], &'static str, &'static str);
 /// queueing workload, at 30% and 90% load), latency on a log axis, the cumulative share
 /// on a "nines" axis (90%, 99%, 99.9%, ...) so the tail shows.
 pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
-    let colors = ["#555555", "#1f77b4", "#1f77b4", "#d62728", "#d62728"];
-    let dashes = ["", "", "6,4", "", "6,4"];
+    // Unhedged, the fixed pair, the adaptive pair, and the recommended optimal row.
+    let colors = [
+        "#555555", "#1f77b4", "#1f77b4", "#ff7f0e", "#ff7f0e", "#d62728",
+    ];
+    let dashes = ["", "", "6,4", "", "6,4", "6,4"];
     let panels = reports.len() + QUEUE_LOADS.len();
     let rows = reports.len().div_ceil(COLUMNS) + QUEUE_LOADS.len().div_ceil(COLUMNS);
     let (width, height) = (
@@ -129,7 +132,8 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
             (label, color, dash)
         })
         .collect();
-    // A column each: unhedged and fixed, the adaptive pair, then the three tied rows.
+    // A column each: unhedged and fixed, the recommended pair, then the adaptive p95 and
+    // the three tied rows.
     legend(&mut out, legend_y + LEGEND_H, "(e)", &entries, |index| {
         (
             index.min(4) / 2,
@@ -141,13 +145,14 @@ pub fn svg(reports: &[Report], queueing: &QueueReport) -> String {
 }
 
 /// The colour and dash of a queueing row: unhedged grey, fixed blue (dotted with a
-/// budget), the recommended adaptive p95 red (dashed with its budget), optimal p99 orange, tied green (dashed when the second copy waits), tied pairs purple.
+/// budget), the recommended optimal p99 red (dashed with its budget), the adaptive p95
+/// orange, tied green (dashed when the second copy waits), tied pairs purple.
 fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
     match scheme {
         Scheme::Off => ("#555555", ""),
         Scheme::Fixed(_) => ("#1f77b4", ""),
         Scheme::FixedBudget(_) => ("#1f77b4", "2,2"),
-        Scheme::Optimal => ("#ff7f0e", "6,4"),
+        Scheme::AdaptiveP95 => ("#ff7f0e", "6,4"),
         Scheme::Recommended { budget: false } => ("#d62728", ""),
         Scheme::Recommended { budget: true } => ("#d62728", "6,4"),
         Scheme::Tied(delay) if delay.is_zero() => ("#2ca02c", ""),

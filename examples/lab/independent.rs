@@ -347,6 +347,11 @@ impl Report {
     pub fn adaptive(&self, budget: bool) -> &Run {
         self.row(|delay| matches!(delay, Delay::Adaptive(_)), budget)
     }
+
+    /// The README's recommendation: `optimal_delay(0.99)` with the budget.
+    pub fn recommended(&self) -> &Run {
+        self.row(|delay| matches!(delay, Delay::Optimal(_)), true)
+    }
 }
 
 /// Runs every configuration on `workload` and checks its acceptance lines.
@@ -371,6 +376,11 @@ pub fn run(workload: &Workload) -> Report {
         },
         Config {
             delay: Delay::Adaptive(QUANTILE),
+            budget: true,
+        },
+        // The README's production configuration.
+        Config {
+            delay: Delay::Optimal(0.99),
             budget: true,
         },
     ];

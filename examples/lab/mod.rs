@@ -33,7 +33,7 @@ pub use chart::svg;
 #[allow(unused_imports)]
 pub use heavy::{
     heavy_table, run_heavy, run_switch, run_withheld, withheld_table, Heavy, HeavyReport, Withheld,
-    WithheldRow,
+    WithheldRow, HEDGED,
 };
 #[allow(unused_imports)]
 pub use hindsight::{heavy_hindsight, run_hindsight, two_hosts_hindsight, Hindsight};
@@ -45,7 +45,7 @@ pub use keyed::{keyed_table, run_two_hosts, Calls, HostRun, Routing, TwoHosts, T
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]
 pub use queueing::{
-    optimal, recommended, recommended_budget, run_aborted, run_paused, run_paused_share,
+    adaptive_p95, recommended, recommended_budget, run_aborted, run_paused, run_paused_share,
     run_queueing, run_seeds, simulate_queue, simulate_queue_with, unloaded_p95, Cluster, Level,
     QueueReport, QueueRun, Scheme, Slowness, PAUSED_LOADS, SERVERS, SWEPT_DELAYS_US, TIE,
     UTILISATIONS,

@@ -186,19 +186,19 @@ fn check_hindsight(report: &QueueReport) -> Check {
         .iter()
         .filter_map(|level| {
             let best = level.best_fixed()?;
-            Some((ratio(level.optimal(), best, 0.99), level, best))
+            Some((ratio(level.recommended(), best, 0.99), level, best))
         })
         .collect();
     Check {
         claim: format!(
             "({key}) {}: p99 <= {HINDSIGHT:.2}x the best fixed delay with the same budget at <= {:.0}% load",
-            report.levels[0].optimal().scheme.label(),
+            report.levels[0].recommended().scheme.label(),
             HINDSIGHT_LOADS * 100.0
         ),
         measured: ratios
             .iter()
             .map(|(cut, level, best)| {
-                let recommended = level.optimal();
+                let recommended = level.recommended();
                 format!(
                     "{}: {} vs {} ({cut:.2}x; {}), {:.2}% vs {:.2}% extra, delay at the end {}",
                     load_text(level),
@@ -383,13 +383,13 @@ pub fn queue_table(report: &QueueReport, levels: &[Level], aborted: bool) -> Str
     );
     let _ = writeln!(
         out,
-        "fixed delay and tied second copy at the unloaded p95, {}; adaptive rows as the README recommends (p95, 2-200 ms, 10 s window; budget 10%, 50 in flight); optimal p99 with 0.1-200 ms and the same budget; the best of fixed 0.5-40 ms with the same budget at <= 50% load",
+        "fixed delay and tied second copy at the unloaded p95, {}; optimal p99 rows as the README recommends (0.1-200 ms, 10 s window; budget 10%, 50 in flight); adaptive p95 as it recommended before (2-200 ms) with the same budget; the best of fixed 0.5-40 ms with the same budget at <= 50% load",
         ms_text(report.p95)
     );
     if levels[0].runs.iter().any(|run| run.scheme.is_tied()) {
         let _ = writeln!(
             out,
-            "tied pairs: a pair's second copy {} us after its first unless the first started, the pairs hedged as the budgeted adaptive row hedges copies",
+            "tied pairs: a pair's second copy {} us after its first unless the first started, the pairs hedged as the recommended row hedges copies",
             TIE.as_micros()
         );
     }

@@ -244,15 +244,16 @@ pub enum Scheme {
     /// A hedge this long after the original, with the recommended row's budget: the
     /// sweep the best fixed delay in hindsight is taken from.
     FixedBudget(Duration),
-    /// The README's production configuration, an adaptive p95 delay, with or without its
+    /// The README's production configuration, `optimal_delay(0.99)`, with or without its
     /// budget (see [`recommended`]).
     Recommended { budget: bool },
-    /// `optimal_delay(0.99)` with the recommended budget (see [`optimal`]).
-    Optimal,
+    /// The configuration the README recommended before `optimal_delay`, an adaptive p95
+    /// delay with the budget (see [`adaptive_p95`]).
+    AdaptiveP95,
     /// Tied requests: a second copy this long after the first unless the first started;
     /// the first copy to start service wins and the other leaves its queue.
     Tied(Duration),
-    /// Tied requests under the budgeted adaptive hedge: each of its copies is a tied pair,
+    /// Tied requests under the recommended hedge: each of its copies is a tied pair,
     /// the pair's second copy this long after its first unless the first started, so the
     /// pair cuts queueing and the hedge a slow service.
     TiedPair(Duration),
@@ -267,13 +268,13 @@ impl Scheme {
             Scheme::FixedBudget(delay) => {
                 format!("fixed {} + {:.0}% budget", ms(*delay), BUDGET_RATIO * 100.0)
             }
-            Scheme::Recommended { budget: false } => "adaptive p95".to_string(),
+            Scheme::Recommended { budget: false } => "optimal p99".to_string(),
             Scheme::Recommended { budget: true } => {
-                format!("adaptive p95 + {:.0}% budget", BUDGET_RATIO * 100.0)
+                format!("optimal p99 + {:.0}% budget", BUDGET_RATIO * 100.0)
             }
-            Scheme::Optimal => format!("optimal p99 + {:.0}% budget", BUDGET_RATIO * 100.0),
+            Scheme::AdaptiveP95 => format!("adaptive p95 + {:.0}% budget", BUDGET_RATIO * 100.0),
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
-            Scheme::TiedPair(_) => "tied pairs, adaptive p95 + budget".to_string(),
+            Scheme::TiedPair(_) => "tied pairs, optimal p99 + budget".to_string(),
         }
     }
 
@@ -291,8 +292,8 @@ impl Scheme {
                 .budget(&recommended_budget())
                 .build(),
             Scheme::Recommended { budget } => recommended(builder, budget),
-            Scheme::Optimal => optimal(builder),
-            // The pairs are hedged as the budgeted adaptive row hedges its copies.
+            Scheme::AdaptiveP95 => adaptive_p95(builder),
+            // The pairs are hedged as the recommended row hedges its copies.
             Scheme::TiedPair(_) => recommended(builder, true),
         }
     }
@@ -311,17 +312,13 @@ impl Scheme {
     }
 }
 
-/// The configuration the README recommends for production, on `builder`'s timer: an
-/// adaptive p95 delay bounded to 2–200 ms (20 ms until 100 latencies are known) over the
-/// default 10 s window, and with `budget`, at most 10% extra copies and 50 in flight. The
-/// README adds `min_win_rate`, left out here: what it changes on these rows is
+/// The configuration the README recommends for production, on `builder`'s timer:
+/// `optimal_delay(0.99)` bounded to 0.1–200 ms (20 ms until 100 latencies are known) over
+/// the default 10 s window, and with `budget`, at most 10% extra copies and 50 in flight.
+/// The README adds `min_win_rate`, left out here: what it changes on these rows is
 /// [`run_withheld`](super::heavy::run_withheld)'s table.
 pub fn recommended<T: Timer>(builder: hedging::PolicyBuilder<T>, budget: bool) -> Policy<T> {
-    let builder = builder
-        .adaptive_delay(0.95)
-        .min_delay(Duration::from_millis(2))
-        .max_delay(Duration::from_millis(200))
-        .delay(Duration::from_millis(20));
+    let builder = optimal_bounded(builder, 0.99);
     if budget {
         builder.budget(&recommended_budget()).build()
     } else {
@@ -329,12 +326,15 @@ pub fn recommended<T: Timer>(builder: hedging::PolicyBuilder<T>, budget: bool) -
     }
 }
 
-/// The delay `optimal_delay(0.99)` chooses, bounded to 0.1–200 ms (20 ms until 100
-/// latencies are known) over the default 10 s window, with the recommended budget: the
-/// configuration the README is to recommend once the lab's lines against the best fixed
-/// delay hold.
-pub fn optimal<T: Timer>(builder: hedging::PolicyBuilder<T>) -> Policy<T> {
-    optimal_bounded(builder, 0.99)
+/// The configuration the README recommended before `optimal_delay`: an adaptive p95 delay
+/// bounded to 2–200 ms (20 ms until 100 latencies are known) over the default 10 s window,
+/// with the recommended budget.
+pub fn adaptive_p95<T: Timer>(builder: hedging::PolicyBuilder<T>) -> Policy<T> {
+    builder
+        .adaptive_delay(0.95)
+        .min_delay(Duration::from_millis(2))
+        .max_delay(Duration::from_millis(200))
+        .delay(Duration::from_millis(20))
         .budget(&recommended_budget())
         .build()
 }
@@ -526,7 +526,7 @@ impl Level {
         self.run(|scheme| matches!(scheme, Scheme::Fixed(_)))
     }
 
-    /// The README's recommendation: the adaptive delay with its budget.
+    /// The README's recommendation: `optimal_delay(0.99)` with its budget.
     pub fn recommended(&self) -> &QueueRun {
         self.run(|scheme| *scheme == Scheme::Recommended { budget: true })
     }
@@ -541,17 +541,12 @@ impl Level {
         self.run(|scheme| matches!(scheme, Scheme::TiedPair(_)))
     }
 
-    /// The rows of the README's configurations and the peers': not `optimal_delay`'s,
-    /// not the sweep of fixed delays with the budget.
+    /// The rows of the README's configurations and the peers': not the sweep of fixed
+    /// delays with the budget.
     pub fn readme_rows(&self) -> impl Iterator<Item = &QueueRun> {
         self.runs
             .iter()
-            .filter(|run| !matches!(run.scheme, Scheme::Optimal | Scheme::FixedBudget(_)))
-    }
-
-    /// `optimal_delay(0.99)` with the recommended budget.
-    pub fn optimal(&self) -> &QueueRun {
-        self.run(|scheme| *scheme == Scheme::Optimal)
+            .filter(|run| !matches!(run.scheme, Scheme::FixedBudget(_)))
     }
 
     /// The fixed delay with the recommended row's budget whose p99 is the lowest, where
@@ -588,7 +583,7 @@ pub fn schemes(p95: Duration) -> Vec<Scheme> {
         Scheme::Fixed(p95),
         Scheme::Recommended { budget: false },
         Scheme::Recommended { budget: true },
-        Scheme::Optimal,
+        Scheme::AdaptiveP95,
         Scheme::Tied(Duration::ZERO),
         Scheme::Tied(p95),
         Scheme::TiedPair(TIE),

@@ -36,8 +36,9 @@ pub(super) fn check_budget_cost(key: &str, budgeted: &Run, unbudgeted: &Run) -> 
     }
 }
 
-/// (a): p99 at least 10× lower than unhedged for at most 5% extra copies, within 10% of
-/// the ideal model, and the budget costing no tail.
+/// (a): p99 at least 10× lower than unhedged for at most 5% extra copies (a p95 delay's
+/// share; the budget's ratio for `optimal_delay`, which spends what it is granted where it
+/// cuts the tail), within 10% of the ideal model, and the budget costing no tail.
 pub(super) fn check_stalls(report: &mut Report) {
     let unhedged = report.unhedged().percentile(0.99);
     let unhedged_tail = report.unhedged().percentile(0.999);
@@ -56,10 +57,15 @@ pub(super) fn check_stalls(report: &mut Report) {
         } else {
             0.0
         };
+        let most = match run.config.delay {
+            Delay::Optimal(_) => BUDGET_RATIO,
+            _ => 0.05,
+        };
         checks.push(Check {
             claim: format!(
-                "(a) {}: p99 >= 10x lower than unhedged, extra copies <= 5%",
-                run.config.label()
+                "(a) {}: p99 >= 10x lower than unhedged, extra copies <= {:.0}%",
+                run.config.label(),
+                most * 100.0
             ),
             measured: format!(
                 "{} vs {} ({ratio:.1}x), {:.2}% extra; p99.9 {} vs {} ({:.1}x)",
@@ -70,7 +76,7 @@ pub(super) fn check_stalls(report: &mut Report) {
                 ms_text(unhedged_tail),
                 unhedged_tail.as_secs_f64() / run.percentile(0.999).as_secs_f64()
             ),
-            holds: ratio >= 10.0 && extra <= 0.05 + budget_slack,
+            holds: ratio >= 10.0 && extra <= most + budget_slack,
         });
     }
     let ideal = &report.rows[1].ideal;
