@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Hedged GETs against three real Redis replicas on loopback, one paused at random by
-# `DEBUG SLEEP 0.1` about every 300 ms: no hedging, the README's production policy,
-# optimal_delay(0.99) and fixed delays with the same budget, each run twice (the table in
-# docs/performance.md). Real time on a shared machine: not a CI step (CI builds the
-# example).
+# `DEBUG SLEEP 0.1` about every 300 ms: no hedging, the README's production policy
+# (optimal_delay(0.99)), the adaptive p95 it recommended before and fixed delays with the
+# same budget, each run twice (the table in docs/performance.md). Real time on a shared
+# machine: not a CI step (CI builds the example).
 #
 #   benches/redis.sh                      # 10 s per run
 #   SECONDS_PER_RUN=30 benches/redis.sh   # longer runs

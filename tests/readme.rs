@@ -15,8 +15,8 @@ fn for_production() {
     let budget = Budget::new(0.10).max_outstanding(50); // ≤ 10% extra copies, ≤ 50 in flight
     let policy = Policy::builder()
         .name("user-reads")                     // for tracing and metrics
-        .adaptive_delay(0.95)                   // hedge at the p95 of recent latencies,
-        .min_delay(Duration::from_millis(2))    // bounded,
+        .optimal_delay(0.99)                    // the delay predicted to cut the p99 most,
+        .min_delay(Duration::from_micros(100))  // bounded,
         .max_delay(Duration::from_millis(200))
         .delay(Duration::from_millis(20))       // and at 20 ms until 100 latencies are known
         .adaptive_keys(64)                      // a delay per key: a host, a method, a size

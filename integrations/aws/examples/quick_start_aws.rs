@@ -11,8 +11,8 @@ use hedging_aws::{HedgeSdkConfig, HedgedHttpClient, SharedHttpClient};
 fn clients(http_client: SharedHttpClient) -> (aws_sdk_s3::Client, aws_sdk_dynamodb::Client) {
     let policy = Policy::builder()
         .name("aws-reads")
-        .delay(Duration::from_millis(30)) // until the p95 of each key is known,
-        .adaptive_delay(0.95) // then at its p95:
+        .delay(Duration::from_millis(30)) // until each key has 100 latencies,
+        .optimal_delay(0.99) // then the delay predicted to cut its p99 most:
         .adaptive_keys(64) // a delay per (operation, bucket or table)
         .timer(TokioTimer::new())
         .build();

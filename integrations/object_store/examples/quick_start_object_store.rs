@@ -13,8 +13,8 @@ async fn main() -> object_store::Result<()> {
     // (the default FuturesTimer follows the real clock, paused or not).
     let policy = Policy::builder()
         .name("object-reads")
-        .delay(Duration::from_millis(50)) // until the p95 of each size is known,
-        .adaptive_delay(0.95) // then at its p95:
+        .delay(Duration::from_millis(50)) // until each size has 100 latencies,
+        .optimal_delay(0.99) // then the delay predicted to cut its p99 most:
         .adaptive_keys(64) // a delay per size class of read
         .timer(TokioTimer::new())
         .build();

@@ -11,8 +11,8 @@ use opendal::{services::S3, Operator};
 async fn main() -> opendal::Result<()> {
     let policy = Policy::builder()
         .name("object-reads")
-        .delay(Duration::from_millis(50)) // until the p95 of each size is known,
-        .adaptive_delay(0.95) // then at its p95:
+        .delay(Duration::from_millis(50)) // until each size has 100 latencies,
+        .optimal_delay(0.99) // then the delay predicted to cut its p99 most:
         .adaptive_keys(64) // a delay per operation and size class
         .timer(TokioTimer::new())
         .build();

@@ -13,8 +13,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // (the default FuturesTimer follows the real clock, paused or not).
     let policy = Policy::builder()
         .name("catalog")
-        .delay(Duration::from_millis(20)) // until the p95 of each host is known,
-        .adaptive_delay(0.95) // then at its p95:
+        .delay(Duration::from_millis(20)) // until each host has 100 latencies,
+        .optimal_delay(0.99) // then the delay predicted to cut its p99 most:
         .adaptive_keys(64) // a delay per (scheme, authority)
         .timer(TokioTimer::new())
         .build();
