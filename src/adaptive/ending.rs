@@ -16,9 +16,9 @@ pub(crate) struct Ending {
     /// What the call showed: [`Shown`] bits, none for an original that answered in a
     /// call that asked for no copy.
     pub(crate) shown: Shown,
-    /// With [`Shown::HEDGE_WON`], the winning copy's own latency, from its start, in
-    /// nanoseconds: [`UNKNOWN_PACE`] where it is not known (the winner was not the copy
-    /// started last).
+    /// With [`Shown::HEDGE_WON`], the winning copy's own latency in nanoseconds, counted
+    /// from the latest copy's start (the winner's own start where it was started last, as
+    /// with two copies); [`UNKNOWN_PACE`] without a hedge's win.
     pub(crate) hedge_nanos: u64,
 }
 
@@ -98,7 +98,7 @@ impl LatencyTracker {
             self.count_ended(at);
         }
         let pace = u64::from(self.pace_micros.load(Relaxed));
-        let paced = ending.shown.has(HEDGE_WON) && ending.hedge_nanos / 1000 < pace;
+        let paced = ending.shown.hedge_won() && ending.hedge_nanos / 1000 < pace;
         self.show(
             (at / BUCKETS) as u64,
             ending.shown.with(Shown::PACED, paced),
@@ -131,7 +131,7 @@ pub(super) const REFUSED: usize = 1;
 pub(super) const HEDGE_WON: usize = 2;
 /// Calls a copy other than the original won at the healthy pace.
 pub(super) const PACED: usize = 3;
-/// A winning copy answered at the healthy pace when its own latency was at most this many
+/// A winning copy answered at the healthy pace when its own latency was under this many
 /// times the median of the window's latencies: a copy that queued, as the originals did,
 /// takes longer.
 pub(super) const PACE_FACTOR: u64 = 2;

@@ -4,8 +4,7 @@
 use core::sync::atomic::{fence, Ordering::Release};
 use core::time::Duration;
 
-use super::clock::Times;
-use super::clock::{Due, Pass};
+use super::clock::{Due, Pass, Times};
 use super::kept::Lost;
 use super::outcome::{End, Finished};
 use super::{Race, Timed};
@@ -268,7 +267,7 @@ fn record_latency<Tm: Timer>(
             sample: Sample::new(now.saturating_sub(times.first_start), now),
             shown,
             hedge_nanos: match shown.hedge_won() {
-                true => own_latency(now, times.latest_start),
+                true => crate::adaptive::nanos(now.saturating_sub(times.latest_start)),
                 false => UNKNOWN_PACE,
             },
         };
@@ -279,13 +278,6 @@ fn record_latency<Tm: Timer>(
             }
         }
     }
-}
-
-/// A copy's own latency at `now`, in nanoseconds, from its `start`.
-#[cold]
-#[inline(never)]
-fn own_latency(now: Duration, start: Duration) -> u64 {
-    crate::adaptive::nanos(now.saturating_sub(start))
 }
 
 /// A call of `key` ended with no latency to record: its place, if kept, is in use now.
