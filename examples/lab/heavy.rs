@@ -10,7 +10,7 @@ use super::engine;
 use super::independent::{draw, micros, rng, simulate_with, Report};
 use super::keyed::{simulate_routed, Calls};
 use super::queueing::{simulate_queue_with, QueueReport, Scheme};
-use super::{ms_text, Check, Config, Delay, MIN_WIN_RATE, MS, QUANTILE, STALL_RATE};
+use super::{ms_text, Check, Config, Delay, LEARNT, MIN_WIN_RATE, MS, STALL_RATE};
 
 /// The share of calls that are heavy: 10–100× the median in every copy.
 pub const HEAVY_SHARE: f64 = 0.04;
@@ -131,24 +131,7 @@ impl HeavyReport {
     }
 }
 
-/// The hedged configurations of (h) and (i): adaptive p95 without and with the budget, and
-/// the README's `optimal_delay(0.99)` with it.
-pub const HEDGED: [Config; 3] = [
-    Config {
-        delay: Delay::Adaptive(QUANTILE),
-        budget: false,
-    },
-    Config {
-        delay: Delay::Adaptive(QUANTILE),
-        budget: true,
-    },
-    Config {
-        delay: Delay::Optimal(0.99),
-        budget: true,
-    },
-];
-
-/// The rows of (h) and (i): unhedged, then each of [`HEDGED`] without and with
+/// The rows of (h) and (i): unhedged, then each of [`LEARNT`] without and with
 /// `min_win_rate`.
 fn heavy_rows() -> Vec<(Config, f64)> {
     let mut rows = vec![(
@@ -158,7 +141,7 @@ fn heavy_rows() -> Vec<(Config, f64)> {
         },
         0.0,
     )];
-    for config in HEDGED {
+    for config in LEARNT {
         for min_win_rate in [0.0, MIN_WIN_RATE] {
             rows.push((config, min_win_rate));
         }
@@ -201,7 +184,7 @@ fn run_rows(heavy: Heavy) -> HeavyReport {
 /// within 1.05x of the same policy without it.
 pub fn run_heavy() -> HeavyReport {
     let mut report = run_rows(Heavy::requests());
-    for config in HEDGED {
+    for config in LEARNT {
         let (with, without) = (report.row(config, true), report.row(config, false));
         let all = |_: usize| true;
         let (p99, p99_without) = (
@@ -237,7 +220,7 @@ pub fn run_switch() -> HeavyReport {
     let mut report = run_rows(Heavy::switching());
     let switch_at = report.heavy.switch_at;
     let (first, second) = (move |call| call < switch_at, move |call| call >= switch_at);
-    for config in HEDGED {
+    for config in LEARNT {
         let (with, without) = (report.row(config, true), report.row(config, false));
         let (p99, p99_without) = (
             with.calls.percentile_of(0.99, second),

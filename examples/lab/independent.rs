@@ -11,7 +11,7 @@ use hedging::{Attempt, Hedgeable};
 
 use super::engine::{self, Task};
 use super::report::{check_brownout, check_shifting, check_stalls};
-use super::{percentile, Check, Config, Delay, Run, MS, QUANTILE, RATE, STALL_RATE};
+use super::{percentile, Check, Config, Delay, Run, LEARNT, MS, RATE, STALL_RATE};
 
 /// What the backend does over time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -370,24 +370,12 @@ pub fn run(workload: &Workload) -> Report {
             delay: Delay::Fixed(p95),
             budget: true,
         },
-        Config {
-            delay: Delay::Adaptive(QUANTILE),
-            budget: false,
-        },
-        Config {
-            delay: Delay::Adaptive(QUANTILE),
-            budget: true,
-        },
-        // The README's production configuration.
-        Config {
-            delay: Delay::Optimal(0.99),
-            budget: true,
-        },
-    ];
+    ]
+    .into_iter()
+    .chain(LEARNT);
     let ideal_off = workload.ideal(None);
     let ideal_hedged = workload.ideal(Some(p95));
     let rows = configs
-        .into_iter()
         .map(|config| Row {
             ideal: if config.delay == Delay::Off {
                 ideal_off.clone()

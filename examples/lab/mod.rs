@@ -33,7 +33,7 @@ pub use chart::svg;
 #[allow(unused_imports)]
 pub use heavy::{
     heavy_table, run_heavy, run_switch, run_withheld, withheld_table, Heavy, HeavyReport, Withheld,
-    WithheldRow, HEDGED,
+    WithheldRow,
 };
 #[allow(unused_imports)]
 pub use hindsight::{heavy_hindsight, run_hindsight, two_hosts_hindsight, Hindsight};
@@ -69,6 +69,24 @@ pub const STALL_RATE: f64 = 0.02;
 /// The `min_win_rate` of the rows that withhold hedges that stop winning: the README's
 /// recommendation.
 pub const MIN_WIN_RATE: f64 = 0.05;
+
+/// The rows whose delay is learnt, on every workload of independent copies: the adaptive
+/// p95 without and with the budget, and the README's configuration, `optimal_delay(0.99)`
+/// with it.
+pub const LEARNT: [Config; 3] = [
+    Config {
+        delay: Delay::Adaptive(QUANTILE),
+        budget: false,
+    },
+    Config {
+        delay: Delay::Adaptive(QUANTILE),
+        budget: true,
+    },
+    Config {
+        delay: Delay::Optimal(0.99),
+        budget: true,
+    },
+];
 
 /// How a row hedges.
 #[derive(Clone, Copy, Debug, PartialEq)]

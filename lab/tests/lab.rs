@@ -510,8 +510,8 @@ fn g_one_unkeyed_policy_hedges_the_fast_host_at_the_mixtures_delay() {
 #[test]
 fn h_min_win_rate_sends_at_most_1_percent_extra_copies_where_no_hedge_can_win() {
     let report = lab::run_heavy();
-    assert_eq!(report.checks.len(), lab::HEDGED.len());
-    for config in lab::HEDGED {
+    assert_eq!(report.checks.len(), lab::LEARNT.len());
+    for config in lab::LEARNT {
         let (with, without) = (report.row(config, true), report.row(config, false));
         let all = |_: usize| true;
         let budget = config.label();
@@ -543,7 +543,7 @@ fn i_after_the_switch_to_per_copy_stalls_min_win_rate_regains_their_p99() {
     let report = lab::run_switch();
     let switch_at = report.heavy.switch_at;
     let (first, second) = (|call| call < switch_at, |call| call >= switch_at);
-    for config in lab::HEDGED {
+    for config in lab::LEARNT {
         let (with, without) = (report.row(config, true), report.row(config, false));
         let budget = config.label();
         let p99 = with.calls.percentile_of(0.99, second).as_secs_f64();
@@ -564,7 +564,7 @@ fn i_after_the_switch_to_per_copy_stalls_min_win_rate_regains_their_p99() {
     assert!(
         unhedged.calls.percentile_of(0.99, second).as_secs_f64()
             >= report
-                .row(lab::HEDGED[0], true)
+                .row(lab::LEARNT[0], true)
                 .calls
                 .percentile_of(0.99, second)
                 .as_secs_f64()
