@@ -233,51 +233,42 @@ fn record_hedged_slot(tracker: &LatencyTracker, slot: u32, hedges_won: bool, hed
     }
 }
 
-#[test]
-fn a_crowd_whose_hedges_win_at_the_healthy_pace_is_not_a_queue() {
-    // The hedges answered in 1 ms, the originals' median: the slowness was not shared.
+/// The delays of an `optimal_delay` tracker and of a p50 one after two slots of
+/// [`record_hedged_slot`], hedges winning or not, each `hedge` after its own start.
+fn delays_after_hedged_slots(hedges_won: bool, hedge: Duration) -> (Duration, Duration) {
     let optimal = optimal_tracker(0.5);
     let quantile = tracker(0.5, 1);
     for slot in 0..2 {
-        record_hedged_slot(&optimal, slot, true, MS);
-        record_hedged_slot(&quantile, slot, true, MS);
+        record_hedged_slot(&optimal, slot, hedges_won, hedge);
+        record_hedged_slot(&quantile, slot, hedges_won, hedge);
     }
+    (optimal.delay(2000 * MS), quantile.delay(2000 * MS))
+}
+
+#[test]
+fn a_crowd_whose_hedges_win_at_the_healthy_pace_is_not_a_queue() {
+    // The hedges answered in 1 ms, the originals' median: the slowness was not shared.
     // Hedge past the body, where the model says, or at the quantile.
-    let delay = optimal.delay(2000 * MS);
-    assert!(delay < 2 * MS, "{delay:?}");
-    let delay = quantile.delay(2000 * MS);
-    assert!(delay < MS + MS / 16, "{delay:?}");
+    let (optimal, quantile) = delays_after_hedged_slots(true, MS);
+    assert!(optimal < 2 * MS, "{optimal:?}");
+    assert!(quantile < MS + MS / 16, "{quantile:?}");
 }
 
 #[test]
 fn a_crowd_whose_hedges_win_only_as_slowly_as_the_originals_is_a_queue() {
     // The hedges won, but took 5 ms of their own, five times the originals' median: they
     // queued too, and another copy would queue as well.
-    let optimal = optimal_tracker(0.5);
-    let quantile = tracker(0.5, 1);
-    for slot in 0..2 {
-        record_hedged_slot(&optimal, slot, true, 5 * MS);
-        record_hedged_slot(&quantile, slot, true, 5 * MS);
-    }
-    let delay = optimal.delay(2000 * MS);
-    assert!(delay >= 10 * MS, "{delay:?}");
-    let delay = quantile.delay(2000 * MS);
-    assert!(delay >= 10 * MS, "{delay:?}");
+    let (optimal, quantile) = delays_after_hedged_slots(true, 5 * MS);
+    assert!(optimal >= 10 * MS, "{optimal:?}");
+    assert!(quantile >= 10 * MS, "{quantile:?}");
 }
 
 #[test]
 fn a_crowd_whose_hedges_lose_is_a_queue() {
-    let optimal = optimal_tracker(0.5);
-    let quantile = tracker(0.5, 1);
-    for slot in 0..2 {
-        record_hedged_slot(&optimal, slot, false, MS);
-        record_hedged_slot(&quantile, slot, false, MS);
-    }
     // The copies were as slow as the originals: hedge only past the slowest latency.
-    let delay = optimal.delay(2000 * MS);
-    assert!(delay >= 10 * MS, "{delay:?}");
-    let delay = quantile.delay(2000 * MS);
-    assert!(delay >= 10 * MS, "{delay:?}");
+    let (optimal, quantile) = delays_after_hedged_slots(false, MS);
+    assert!(optimal >= 10 * MS, "{optimal:?}");
+    assert!(quantile >= 10 * MS, "{quantile:?}");
 }
 
 #[test]

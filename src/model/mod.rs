@@ -272,11 +272,12 @@ impl<'a> Survival<'a> {
     /// The prediction for `plan` at `quantile`: the call latency there and the extra
     /// copies.
     pub fn predict(&self, plan: Plan, quantile: f64) -> Prediction {
+        let asks = self.asks(plan);
         Prediction {
             delay: plan.delay,
             latency: self.call_quantile(plan, quantile),
-            extra: plan.granted * self.asks(plan),
-            asks: self.asks(plan),
+            extra: plan.granted * asks,
+            asks,
             granted: plan.granted,
             unended: self.call_above(plan, u64::MAX),
         }
