@@ -77,8 +77,8 @@ fn main() {
         all_hold &= checks.iter().all(|check| check.holds);
     }
     println!("\nTargets (lines of work under way: measured, OPEN until they hold, not yet held by the demo):");
-    for workload in lab::Workload::all(1) {
-        print!("{}", lab::targets(&[lab::run_hindsight(&workload).target]));
+    for report in &reports {
+        print!("{}", lab::targets(&[lab::run_hindsight(report).target]));
     }
     for report in [&queueing, &paused].into_iter().chain(&paused_more) {
         print!("{}", lab::targets(&report.targets));

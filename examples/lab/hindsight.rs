@@ -9,7 +9,7 @@ use hedging::Policy;
 
 use super::engine;
 use super::heavy::Heavy;
-use super::independent::{simulate, Workload};
+use super::independent::{simulate, Report, Workload};
 use super::keyed::{simulate_routed, Calls, TwoHosts, KEYS, SLOW_SHARES};
 use super::queueing::SWEPT_DELAYS_US;
 use super::{ms_text, Check, Config, Delay, Run};
@@ -28,9 +28,10 @@ pub struct Hindsight {
     pub target: Check,
 }
 
-/// Sweeps fixed delays with the budget on `workload`, and runs `optimal_delay(0.99)`
-/// with the same budget beside the best of them.
-pub fn run_hindsight(workload: &Workload) -> Hindsight {
+/// Sweeps fixed delays with the budget on `report`'s workload, and holds its recommended
+/// row, `optimal_delay(0.99)` with the same budget, to the best of them.
+pub fn run_hindsight(report: &Report) -> Hindsight {
+    let workload = &report.workload;
     let budgeted = |&delay: &Delay| {
         simulate(
             workload,
@@ -40,9 +41,8 @@ pub fn run_hindsight(workload: &Workload) -> Hindsight {
             },
         )
     };
-    let mut runs = engine::parallel_map(&delays(), budgeted);
-    let optimal = runs.pop().expect("the optimal row comes last");
-    let best_fixed = runs
+    let optimal = report.recommended().clone();
+    let best_fixed = engine::parallel_map(&fixed_delays(), budgeted)
         .into_iter()
         .min_by_key(|run| run.percentile(0.99))
         .expect("the sweep has delays");
@@ -71,13 +71,19 @@ pub fn run_hindsight(workload: &Workload) -> Hindsight {
     }
 }
 
-/// The delays of a sweep, with the budget, and `optimal_delay(0.99)` with it last.
-fn delays() -> Vec<Delay> {
+/// The fixed delays of a sweep.
+fn fixed_delays() -> Vec<Delay> {
     SWEPT_DELAYS_US
         .iter()
         .map(|&us| Delay::Fixed(Duration::from_micros(us)))
-        .chain([Delay::Optimal(0.99)])
         .collect()
+}
+
+/// The delays of a sweep, with the budget, and `optimal_delay(0.99)` with it last.
+fn delays() -> Vec<Delay> {
+    let mut delays = fixed_delays();
+    delays.push(Delay::Optimal(0.99));
+    delays
 }
 
 /// For each group of calls `groups` names: the optimal row's p99 within [`HINDSIGHT`] of

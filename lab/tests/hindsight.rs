@@ -10,7 +10,7 @@ use lab::{Config, Delay, Workload};
 #[test]
 fn on_independent_copies_optimal_delay_is_within_a_tenth_of_the_best_fixed_delay() {
     for workload in Workload::all(1) {
-        let hindsight = lab::run_hindsight(&workload);
+        let hindsight = lab::run_hindsight(&lab::run(&workload));
         let Config { delay, budget } = hindsight.best_fixed.config;
         assert!(matches!(delay, Delay::Fixed(_)) && budget, "{delay:?}");
         assert_eq!(hindsight.optimal.config.delay, Delay::Optimal(0.99));
