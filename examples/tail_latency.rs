@@ -9,6 +9,7 @@
 //! cargo run --release --example tail_latency                          # simulated, deterministic
 //! cargo run --release --example tail_latency --features async-io -- --real  # (a) on smol, real clock
 //! cargo run --release --example tail_latency -- --seeds 12            # (e)'s tied line, seed by seed
+//! cargo run --release --example tail_latency -- --windows             # (f10) over longer windows
 //! ```
 //!
 //! The default run drives every call on `ManualTimer` (virtual time), so its figures are
@@ -39,6 +40,10 @@ fn main() {
             "{}",
             lab::tied_seed_table(&lab::run_seeds(lab::TIED_LOAD, 1..=seeds))
         );
+        return;
+    }
+    if args.iter().any(|arg| arg == "--windows") {
+        print!("{}", lab::windows_table(&lab::run_windows()));
         return;
     }
     let started = Instant::now();

@@ -154,7 +154,7 @@ fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
         Scheme::FixedBudget(_) => ("#1f77b4", "2,2"),
         Scheme::AdaptiveP95 => ("#ff7f0e", "6,4"),
         Scheme::Recommended { budget: false } => ("#d62728", ""),
-        Scheme::Recommended { budget: true } => ("#d62728", "6,4"),
+        Scheme::Recommended { budget: true } | Scheme::RecommendedWindow(_) => ("#d62728", "6,4"),
         Scheme::Tied(delay) if delay.is_zero() => ("#2ca02c", ""),
         Scheme::Tied(_) => ("#2ca02c", "6,4"),
         Scheme::TiedPair(_) => ("#9467bd", ""),

@@ -8,7 +8,8 @@
 //! latency CDFs. `keyed` is (g), one client over two backends; `heavy` is (h) and (i),
 //! slowness the request carries, and what `min_win_rate` does on every workload;
 //! `hindsight` holds `optimal_delay` on (a)-(d) and (g)-(i) to the best fixed delay with
-//! the same budget (`lab/tests/hindsight.rs` asserts it).
+//! the same budget (`lab/tests/hindsight.rs` asserts it); `windows` runs (f10) with longer
+//! windows over longer runs (`tail_latency -- --windows`).
 #![allow(dead_code)]
 
 mod chart;
@@ -21,6 +22,7 @@ mod queue_report;
 mod queueing;
 mod report;
 mod servers;
+mod windows;
 
 use std::time::Duration;
 
@@ -52,6 +54,8 @@ pub use queueing::{
 };
 #[allow(unused_imports)]
 pub use report::{acceptance, table, targets};
+#[allow(unused_imports)]
+pub use windows::{run_windows, windows_table, WindowLevel, RUNS, WINDOWS};
 
 const MS: Duration = Duration::from_millis(1);
 

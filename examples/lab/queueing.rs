@@ -99,6 +99,14 @@ impl Cluster {
         }
     }
 
+    /// The cluster with `run` of arrivals instead of 30 s; its replicas pause as long.
+    pub fn lasting(self, run: Duration) -> Cluster {
+        Cluster {
+            calls: (self.rate() * run.as_secs_f64()) as usize,
+            ..self
+        }
+    }
+
     /// The share of the time a replica is paused (about).
     pub fn paused_share_of_time(&self) -> f64 {
         if self.slowness == Slowness::Independent {
@@ -155,7 +163,8 @@ impl Cluster {
         }
         let mut rng = self.rng(usize::MAX - 1 - server, usize::MAX);
         let (shortest, longest) = PAUSE_LENGTH;
-        let until = RUN.as_secs_f64() * 2.0;
+        let run = self.calls as f64 / self.rate();
+        let until = run.max(RUN.as_secs_f64()) * 2.0;
         let mut now = 0.0;
         let mut pauses = Vec::new();
         loop {
@@ -247,6 +256,9 @@ pub enum Scheme {
     /// The README's production configuration, `optimal_delay(0.99)`, with or without its
     /// budget (see [`recommended`]).
     Recommended { budget: bool },
+    /// The README's production configuration with its budget and this `adaptive_window`
+    /// instead of the default 10 s (see [`windows`](super::windows)).
+    RecommendedWindow(Duration),
     /// The configuration the README recommended before `optimal_delay`, an adaptive p95
     /// delay with the budget (see [`adaptive_p95`]).
     AdaptiveP95,
@@ -272,6 +284,11 @@ impl Scheme {
             Scheme::Recommended { budget: true } => {
                 format!("optimal p99 + {:.0}% budget", BUDGET_RATIO * 100.0)
             }
+            Scheme::RecommendedWindow(window) => format!(
+                "optimal p99 + {:.0}% budget, {} s window",
+                BUDGET_RATIO * 100.0,
+                window.as_secs()
+            ),
             Scheme::AdaptiveP95 => format!("adaptive p95 + {:.0}% budget", BUDGET_RATIO * 100.0),
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
             Scheme::TiedPair(_) => "tied pairs, optimal p99 + budget".to_string(),
@@ -292,6 +309,7 @@ impl Scheme {
                 .budget(&recommended_budget())
                 .build(),
             Scheme::Recommended { budget } => recommended(builder, budget),
+            Scheme::RecommendedWindow(window) => recommended(builder.adaptive_window(window), true),
             Scheme::AdaptiveP95 => adaptive_p95(builder),
             // The pairs are hedged as the recommended row hedges its copies.
             Scheme::TiedPair(_) => recommended(builder, true),
@@ -695,7 +713,10 @@ fn run_levels(clusters: Vec<Cluster>, schemes: &[Scheme], abort_in_service: bool
 }
 
 /// Each cluster's rows, the simulations spread over the machine's cores.
-fn run_jobs(clusters: Vec<(Cluster, Vec<Scheme>)>, abort_in_service: bool) -> Vec<Level> {
+pub(super) fn run_jobs(
+    clusters: Vec<(Cluster, Vec<Scheme>)>,
+    abort_in_service: bool,
+) -> Vec<Level> {
     let jobs: Vec<(Cluster, Scheme)> = clusters
         .iter()
         .flat_map(|(cluster, schemes)| schemes.iter().map(move |&scheme| (*cluster, scheme)))

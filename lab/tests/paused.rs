@@ -46,24 +46,43 @@ fn paused_replicas_the_recommended_configuration_is_never_worse_than_unhedged() 
 fn paused_replicas_pause_the_share_of_time_their_workload_names() {
     for (report, share) in reports().iter().zip([0.10, 0.20]) {
         let cluster = report.levels[0].cluster;
-        let run = Duration::from_secs(30);
-        let paused: f64 = (0..cluster.servers)
-            .map(|server| {
-                cluster
-                    .pauses(server)
-                    .iter()
-                    .filter(|(start, _)| *start < run)
-                    .map(|(start, end)| (*end.min(&run) - *start).as_secs_f64())
-                    .sum::<f64>()
-            })
-            .sum::<f64>()
-            / (cluster.servers as f64 * run.as_secs_f64());
+        let paused = paused_between(&cluster, Duration::ZERO, Duration::from_secs(30));
         assert!(
             (paused - share).abs() < 0.03,
             "({}) {paused:.3}",
             report.key
         );
     }
+}
+
+#[test]
+fn paused_replicas_a_longer_run_has_as_many_calls_and_pauses_to_its_end() {
+    // `tail_latency -- --windows` runs (f10) for up to 240 s: the pauses must not stop
+    // after the 30 s run's horizon.
+    let short = lab::Cluster::paused_share(0.10, 0.1);
+    let long = short.lasting(Duration::from_secs(240));
+    assert_eq!(
+        long.calls / 8,
+        short.calls,
+        "the same rate, eight times as long"
+    );
+    let last = paused_between(&long, Duration::from_secs(210), Duration::from_secs(240));
+    assert!((last - 0.10).abs() < 0.03, "{last:.3}");
+}
+
+/// The share of `from..to` the cluster's replicas spent paused.
+fn paused_between(cluster: &lab::Cluster, from: Duration, to: Duration) -> f64 {
+    let paused: f64 = (0..cluster.servers)
+        .map(|server| {
+            cluster
+                .pauses(server)
+                .iter()
+                .filter(|(start, end)| *start < to && *end > from)
+                .map(|(start, end)| (*end.min(&to) - *start.max(&from)).as_secs_f64())
+                .sum::<f64>()
+        })
+        .sum();
+    paused / (cluster.servers as f64 * (to - from).as_secs_f64())
 }
 
 #[test]
