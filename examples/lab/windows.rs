@@ -58,19 +58,20 @@ pub fn run_windows() -> Vec<WindowLevel> {
             })
         })
         .collect();
+    // The levels come back in the jobs' order: each run length's loads in turn.
+    let runs = RUNS.iter().flat_map(|&secs| PAUSED_LOADS.map(|_| secs));
     run_jobs(jobs, false)
         .into_iter()
-        .map(|level| {
+        .zip(runs)
+        .map(|(level, secs)| {
             let mut runs = level.runs.into_iter();
             let learnt: Vec<QueueRun> = runs.by_ref().take(WINDOWS.len()).collect();
             let best = runs
                 .min_by_key(|run| run.percentile(0.99))
                 .expect("the swept delays");
-            let cluster = level.cluster;
             WindowLevel {
-                // The arrivals end just short of the run's length.
-                run: Duration::from_secs((cluster.calls as f64 / cluster.rate()).round() as u64),
-                load: cluster.utilisation,
+                run: Duration::from_secs(secs),
+                load: level.cluster.utilisation,
                 learnt,
                 best,
             }

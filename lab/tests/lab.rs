@@ -514,10 +514,10 @@ fn h_min_win_rate_sends_at_most_1_percent_extra_copies_where_no_hedge_can_win() 
     for config in lab::LEARNT {
         let (with, without) = (report.row(config, true), report.row(config, false));
         let all = |_: usize| true;
-        let budget = config.label();
+        let row = config.label();
         // Without it, the delay hedges its share of calls, all of them in vain.
-        assert!(without.calls.extra_of(all) > 0.04, "{budget}");
-        assert!(with.calls.extra_of(all) <= 0.01, "{budget}");
+        assert!(without.calls.extra_of(all) > 0.04, "{row}");
+        assert!(with.calls.extra_of(all) <= 0.01, "{row}");
         assert!(with.calls.withheld > 0);
         let (p99, p99_without) = (
             with.calls.percentile_of(0.99, all).as_secs_f64(),
@@ -525,7 +525,7 @@ fn h_min_win_rate_sends_at_most_1_percent_extra_copies_where_no_hedge_can_win() 
         );
         assert!(
             p99 <= p99_without * 1.05 && p99_without <= p99 * 1.05,
-            "{budget}: {p99} vs {p99_without}"
+            "{row}: {p99} vs {p99_without}"
         );
     }
     assert_checks_of(&report.checks);
@@ -545,14 +545,14 @@ fn i_after_the_switch_to_per_copy_stalls_min_win_rate_regains_their_p99() {
     let (first, second) = (|call| call < switch_at, |call| call >= switch_at);
     for config in lab::LEARNT {
         let (with, without) = (report.row(config, true), report.row(config, false));
-        let budget = config.label();
+        let row = config.label();
         let p99 = with.calls.percentile_of(0.99, second).as_secs_f64();
         let p99_without = without.calls.percentile_of(0.99, second).as_secs_f64();
-        assert!(p99 <= p99_without * 1.2, "{budget}: {p99} vs {p99_without}");
+        assert!(p99 <= p99_without * 1.2, "{row}: {p99} vs {p99_without}");
         // Hedges were withheld in the first half, where none could win.
         assert!(
             with.calls.extra_of(first) < without.calls.extra_of(first) / 2.0,
-            "{budget}"
+            "{row}"
         );
     }
     let unhedged = report

@@ -266,9 +266,10 @@ fn record_latency<Tm: Timer>(
         let ending = Ending {
             sample: Sample::new(now.saturating_sub(times.first_start), now),
             shown,
-            hedge_nanos: match shown.hedge_won() {
-                true => crate::adaptive::nanos(now.saturating_sub(times.latest_start)),
-                false => UNKNOWN_PACE,
+            hedge_nanos: if shown.hedge_won() {
+                crate::adaptive::nanos(now.saturating_sub(times.latest_start))
+            } else {
+                UNKNOWN_PACE
             },
         };
         tracker.record_ending(&ending);
