@@ -10,6 +10,7 @@
 //! cargo run --release --example tail_latency --features async-io -- --real  # (a) on smol, real clock
 //! cargo run --release --example tail_latency -- --seeds 12            # (e)'s tied line, seed by seed
 //! cargo run --release --example tail_latency -- --windows             # (f10) over longer windows
+//! cargo run --release --example tail_latency -- --paused-seeds 8      # (f10), seed by seed
 //! ```
 //!
 //! The default run drives every call on `ManualTimer` (virtual time), so its figures are
@@ -28,17 +29,18 @@ fn main() {
         return;
     }
     if let Some(at) = args.iter().position(|arg| arg == "--seeds") {
-        let seeds: u64 = args
-            .get(at + 1)
-            .and_then(|count| count.parse().ok())
-            .filter(|&count| count > 0)
-            .unwrap_or_else(|| {
-                eprintln!("--seeds takes a count of seeds, e.g. --seeds 12");
-                std::process::exit(2)
-            });
+        let seeds = seed_count(&args, at, "--seeds");
         print!(
             "{}",
             lab::tied_seed_table(&lab::run_seeds(lab::TIED_LOAD, 1..=seeds))
+        );
+        return;
+    }
+    if let Some(at) = args.iter().position(|arg| arg == "--paused-seeds") {
+        let seeds = seed_count(&args, at, "--paused-seeds");
+        print!(
+            "{}",
+            lab::paused_seeds_table(&lab::run_paused_seeds(1..=seeds))
         );
         return;
     }
@@ -107,6 +109,17 @@ fn main() {
     if !all_hold {
         std::process::exit(1);
     }
+}
+
+/// The count of seeds `flag` (at `at` in `args`) takes, or an exit with how to give it.
+fn seed_count(args: &[String], at: usize, flag: &str) -> u64 {
+    args.get(at + 1)
+        .and_then(|count| count.parse().ok())
+        .filter(|&count| count > 0)
+        .unwrap_or_else(|| {
+            eprintln!("{flag} takes a count of seeds, e.g. {flag} 8");
+            std::process::exit(2)
+        })
 }
 
 /// Workload (a) on smol with `AsyncIoTimer` and the real clock, beside the same workload

@@ -9,7 +9,8 @@
 //! slowness the request carries, and what `min_win_rate` does on every workload;
 //! `hindsight` holds `optimal_delay` on (a)-(d) and (g)-(i) to the best fixed delay with
 //! the same budget (`lab/tests/hindsight.rs` asserts it); `windows` runs (f10) with longer
-//! windows over longer runs (`tail_latency -- --windows`).
+//! windows over longer runs (`tail_latency -- --windows`), and `paused_seeds` seed by seed
+//! (`tail_latency -- --paused-seeds 8`).
 #![allow(dead_code)]
 
 mod chart;
@@ -18,6 +19,7 @@ mod heavy;
 mod hindsight;
 mod independent;
 mod keyed;
+mod paused_seeds;
 mod queue_report;
 mod queueing;
 mod report;
@@ -43,6 +45,8 @@ pub use hindsight::{heavy_hindsight, run_hindsight, two_hosts_hindsight, Hindsig
 pub use independent::{run, simulate, simulate_with, Kind, Report, Row, Workload};
 #[allow(unused_imports)]
 pub use keyed::{keyed_table, run_two_hosts, Calls, HostRun, Routing, TwoHosts, TwoHostsReport};
+#[allow(unused_imports)]
+pub use paused_seeds::{one_delay, paused_seeds_table, run_paused_seeds, SeedRun};
 #[allow(unused_imports)]
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]

@@ -109,3 +109,70 @@ fn paused_replicas_the_best_fixed_delay_is_taken_from_every_swept_delay_up_to_ha
         assert_eq!(line.measured.matches("extra, delay at the end").count(), 3);
     }
 }
+
+#[test]
+fn paused_replicas_seed_by_seed_the_one_delay_is_the_least_geometric_mean_not_the_least_sum() {
+    // Three seeds at one load: the first swept delay is 10, 10 and 50 ms, the second 20 ms
+    // on each, the rest 100 ms. The sum prefers the second (60 < 70), one seed's long tail
+    // deciding; the geometric mean the first (17.1 < 20), the least mean ratio to each
+    // run's own best.
+    let ms = Duration::from_millis;
+    let runs: Vec<lab::SeedRun> = [10, 10, 50]
+        .into_iter()
+        .zip(1..)
+        .map(|(first, seed)| {
+            let mut swept = vec![ms(100); lab::SWEPT_DELAYS_US.len()];
+            swept[0] = ms(first);
+            swept[1] = ms(20);
+            lab::SeedRun {
+                seed,
+                load: lab::PAUSED_LOADS[0],
+                recommended: ms(30),
+                swept,
+            }
+        })
+        .collect();
+    let at_one_load: Vec<&lab::SeedRun> = runs.iter().collect();
+    assert_eq!(lab::one_delay(&at_one_load), 0);
+    assert_eq!(
+        runs.iter().map(lab::SeedRun::best).collect::<Vec<_>>(),
+        [ms(10), ms(10), ms(20)]
+    );
+}
+
+#[test]
+fn paused_replicas_seed_by_seed_the_table_holds_each_ratio_and_their_summaries() {
+    // The same three seeds at every load, in the order `run_paused_seeds` returns them.
+    let ms = Duration::from_millis;
+    let runs: Vec<lab::SeedRun> = [(1, 10), (2, 10), (3, 50)]
+        .into_iter()
+        .flat_map(|(seed, first)| {
+            lab::PAUSED_LOADS.map(|load| {
+                let mut swept = vec![ms(100); lab::SWEPT_DELAYS_US.len()];
+                swept[0] = ms(first);
+                swept[1] = ms(20);
+                lab::SeedRun {
+                    seed,
+                    load,
+                    recommended: ms(30),
+                    swept,
+                }
+            })
+        })
+        .collect();
+    let table = lab::paused_seeds_table(&runs);
+    assert!(
+        table.contains("| 10%: optimal | 10%: fixed 0.50 ms |"),
+        "{table}"
+    );
+    // Seed by seed: 30 ms against each run's best (10, 10, 20 ms), and the one delay's
+    // 10, 10, 50 ms against it; then the geometric mean and the worst of each column.
+    for row in [
+        "| 1 | 3.00x | 1.00x |",
+        "| 3 | 1.50x | 2.50x |",
+        "| geometric mean | 2.38x | 1.36x |",
+        "| worst | 3.00x | 2.50x |",
+    ] {
+        assert!(table.contains(row), "{row} in {table}");
+    }
+}
