@@ -83,11 +83,12 @@ pub fn one_delay(runs: &[&SeedRun]) -> usize {
 pub fn paused_seeds_table(runs: &[SeedRun]) -> String {
     let seeds: Vec<u64> = runs
         .iter()
-        .step_by(PAUSED_LOADS.len())
+        .filter(|run| run.load == PAUSED_LOADS[0])
         .map(|run| run.seed)
         .collect();
     let at_load = |load: usize| -> Vec<&SeedRun> {
-        runs.iter().skip(load).step_by(PAUSED_LOADS.len()).collect()
+        let load = PAUSED_LOADS[load];
+        runs.iter().filter(|run| run.load == load).collect()
     };
     let chosen: Vec<usize> = (0..PAUSED_LOADS.len())
         .map(|load| one_delay(&at_load(load)))

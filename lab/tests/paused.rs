@@ -117,20 +117,9 @@ fn paused_replicas_seed_by_seed_the_one_delay_is_the_least_geometric_mean_not_th
     // deciding; the geometric mean the first (17.1 < 20), the least mean ratio to each
     // run's own best.
     let ms = Duration::from_millis;
-    let runs: Vec<lab::SeedRun> = [10, 10, 50]
+    let runs: Vec<lab::SeedRun> = [(1, 10), (2, 10), (3, 50)]
         .into_iter()
-        .zip(1..)
-        .map(|(first, seed)| {
-            let mut swept = vec![ms(100); lab::SWEPT_DELAYS_US.len()];
-            swept[0] = ms(first);
-            swept[1] = ms(20);
-            lab::SeedRun {
-                seed,
-                load: lab::PAUSED_LOADS[0],
-                recommended: ms(30),
-                swept,
-            }
-        })
+        .map(|(seed, first)| seed_run(seed, lab::PAUSED_LOADS[0], first))
         .collect();
     let at_one_load: Vec<&lab::SeedRun> = runs.iter().collect();
     assert_eq!(lab::one_delay(&at_one_load), 0);
@@ -142,23 +131,10 @@ fn paused_replicas_seed_by_seed_the_one_delay_is_the_least_geometric_mean_not_th
 
 #[test]
 fn paused_replicas_seed_by_seed_the_table_holds_each_ratio_and_their_summaries() {
-    // The same three seeds at every load, in the order `run_paused_seeds` returns them.
-    let ms = Duration::from_millis;
+    // The same three seeds at every load, as `run_paused_seeds` returns them.
     let runs: Vec<lab::SeedRun> = [(1, 10), (2, 10), (3, 50)]
         .into_iter()
-        .flat_map(|(seed, first)| {
-            lab::PAUSED_LOADS.map(|load| {
-                let mut swept = vec![ms(100); lab::SWEPT_DELAYS_US.len()];
-                swept[0] = ms(first);
-                swept[1] = ms(20);
-                lab::SeedRun {
-                    seed,
-                    load,
-                    recommended: ms(30),
-                    swept,
-                }
-            })
-        })
+        .flat_map(|(seed, first)| lab::PAUSED_LOADS.map(|load| seed_run(seed, load, first)))
         .collect();
     let table = lab::paused_seeds_table(&runs);
     assert!(
@@ -174,5 +150,20 @@ fn paused_replicas_seed_by_seed_the_table_holds_each_ratio_and_their_summaries()
         "| worst | 3.00x | 2.50x |",
     ] {
         assert!(table.contains(row), "{row} in {table}");
+    }
+}
+
+/// A run of `seed` at `load` whose recommended row took 30 ms and whose swept delays took
+/// `first` ms, 20 ms, then 100 ms each.
+fn seed_run(seed: u64, load: f64, first: u64) -> lab::SeedRun {
+    let ms = Duration::from_millis;
+    let mut swept = vec![ms(100); lab::SWEPT_DELAYS_US.len()];
+    swept[0] = ms(first);
+    swept[1] = ms(20);
+    lab::SeedRun {
+        seed,
+        load,
+        recommended: ms(30),
+        swept,
     }
 }
