@@ -11,10 +11,9 @@
 use std::time::Duration;
 
 use super::ms_text;
-use super::queueing::{run_jobs, Cluster, Scheme, PAUSED_LOADS, SWEPT_DELAYS_US};
-
-/// The share of the time each replica is paused: (f10)'s.
-const PAUSED: f64 = 0.10;
+use super::queueing::{
+    run_jobs, swept, Cluster, Scheme, F10_PAUSED, PAUSED_LOADS, SWEPT_DELAYS_US,
+};
 
 /// One seed at one load: the recommended configuration's p99 and each swept delay's.
 pub struct SeedRun {
@@ -35,7 +34,7 @@ impl SeedRun {
 /// (f10) at every load of [`PAUSED_LOADS`] for each of `seeds`, in that order.
 pub fn run_paused_seeds(seeds: impl IntoIterator<Item = u64>) -> Vec<SeedRun> {
     let schemes: Vec<Scheme> = std::iter::once(Scheme::Recommended { budget: true })
-        .chain(SWEPT_DELAYS_US.map(|micros| Scheme::FixedBudget(Duration::from_micros(micros))))
+        .chain(swept())
         .collect();
     let jobs: Vec<(Cluster, Vec<Scheme>)> = seeds
         .into_iter()
@@ -43,7 +42,7 @@ pub fn run_paused_seeds(seeds: impl IntoIterator<Item = u64>) -> Vec<SeedRun> {
             PAUSED_LOADS.map(|load| {
                 let cluster = Cluster {
                     seed,
-                    ..Cluster::paused_share(PAUSED, load)
+                    ..Cluster::paused_share(F10_PAUSED, load)
                 };
                 (cluster, schemes.clone())
             })
@@ -98,7 +97,7 @@ pub fn paused_seeds_table(runs: &[SeedRun]) -> String {
          on each run, optimal p99 + 10% budget and the one fixed delay best over all these \
          seeds (the least geometric mean of p99), each against the best of fixed 0.5-40 ms \
          with the same budget on that run (the ratio of p99)\n\n",
-        PAUSED * 100.0,
+        F10_PAUSED * 100.0,
         seeds
             .iter()
             .map(u64::to_string)

@@ -55,6 +55,15 @@ pub const PAUSED_LOADS: [f64; 3] = [0.1, 0.3, 0.5];
 pub const SWEPT_DELAYS_US: [u64; 10] = [
     500, 1_000, 1_500, 2_000, 3_000, 5_000, 8_000, 13_000, 20_000, 40_000,
 ];
+/// (f10)'s share of the time each replica is paused, for the runs beside the demo's.
+pub const F10_PAUSED: f64 = 0.10;
+
+/// The fixed delays of [`SWEPT_DELAYS_US`] with the recommended row's budget, in order:
+/// the rows the best fixed delay in hindsight is taken from.
+pub fn swept() -> [Scheme; SWEPT_DELAYS_US.len()] {
+    SWEPT_DELAYS_US.map(|micros| Scheme::FixedBudget(Duration::from_micros(micros)))
+}
+
 /// The highest load the recommended row is held to the best fixed delay at.
 pub const HINDSIGHT_LOADS: f64 = 0.5;
 
@@ -649,13 +658,12 @@ fn run_cluster(
     let slowness = busiest.slowness;
     // The fixed delays with the recommended row's budget, at the loads it is held to the
     // best of them.
-    let swept = SWEPT_DELAYS_US.map(|micros| Scheme::FixedBudget(Duration::from_micros(micros)));
     let jobs: Vec<(Cluster, Vec<Scheme>)> = clusters
         .iter()
         .map(|&cluster| {
             let mut schemes = rows(p95);
             if cluster.utilisation <= HINDSIGHT_LOADS + 1e-9 {
-                schemes.extend(swept);
+                schemes.extend(swept());
             }
             (cluster, schemes)
         })

@@ -13,14 +13,12 @@
 use std::time::Duration;
 
 use super::ms_text;
-use super::queueing::{run_jobs, Cluster, QueueRun, Scheme, PAUSED_LOADS, SWEPT_DELAYS_US};
+use super::queueing::{run_jobs, swept, Cluster, QueueRun, Scheme, F10_PAUSED, PAUSED_LOADS};
 
 /// The runs, in seconds of arrivals: the lab's 30 s, and four and eight times it.
 pub const RUNS: [u64; 3] = [30, 120, 240];
 /// The windows, in seconds: the default 10 s, and four and eight times it.
 pub const WINDOWS: [u64; 3] = [10, 40, 80];
-/// The share of the time each replica is paused: (f10)'s.
-const PAUSED: f64 = 0.10;
 
 /// One run length at one load: the recommended configuration over each window, and the
 /// best fixed delay with the same budget.
@@ -44,15 +42,14 @@ impl WindowLevel {
 /// Every run length at every load of (f10).
 pub fn run_windows() -> Vec<WindowLevel> {
     let learnt = WINDOWS.map(|secs| Scheme::RecommendedWindow(Duration::from_secs(secs)));
-    let swept = SWEPT_DELAYS_US.map(|micros| Scheme::FixedBudget(Duration::from_micros(micros)));
-    let schemes: Vec<Scheme> = learnt.into_iter().chain(swept).collect();
+    let schemes: Vec<Scheme> = learnt.into_iter().chain(swept()).collect();
     let jobs = RUNS
         .iter()
         .flat_map(|&secs| {
             PAUSED_LOADS.map(|load| {
                 let run = Duration::from_secs(secs);
                 (
-                    Cluster::paused_share(PAUSED, load).lasting(run),
+                    Cluster::paused_share(F10_PAUSED, load).lasting(run),
                     schemes.clone(),
                 )
             })
@@ -64,11 +61,8 @@ pub fn run_windows() -> Vec<WindowLevel> {
         .into_iter()
         .zip(runs)
         .map(|(level, secs)| {
-            let mut runs = level.runs.into_iter();
-            let learnt: Vec<QueueRun> = runs.by_ref().take(WINDOWS.len()).collect();
-            let best = runs
-                .min_by_key(|run| run.percentile(0.99))
-                .expect("the swept delays");
+            let best = level.best_fixed().expect("the swept delays").clone();
+            let learnt: Vec<QueueRun> = level.runs.into_iter().take(WINDOWS.len()).collect();
             WindowLevel {
                 run: Duration::from_secs(secs),
                 load: level.cluster.utilisation,
@@ -86,7 +80,7 @@ pub fn windows_table(levels: &[WindowLevel]) -> String {
         "**(f10) the recommended configuration's window**: replicas paused {:.0}% of the time, \
          runs of {} s of arrivals; optimal p99 + 10% budget over each window against the best \
          of fixed 0.5-40 ms with the same budget on the same run (p99, and the ratio)\n\n",
-        PAUSED * 100.0,
+        F10_PAUSED * 100.0,
         RUNS.map(|secs| secs.to_string()).join(", ")
     );
     let loads = PAUSED_LOADS.map(|load| format!("{:>21}", format!("{:.0}% load", load * 100.0)));
