@@ -31,8 +31,9 @@ struct Case {
     /// (made at, latency) of every unhedged call.
     calls: Vec<(Duration, Duration)>,
     run: Box<dyn Fn(Duration, bool) -> Measured>,
-    /// The delay the lab's own fixed rows use.
-    lab_delay: Duration,
+    /// The lab's own delay for the workload, and what it is: the fixed rows' delay, or
+    /// the best fixed delay in hindsight.
+    lab_delay: (Duration, &'static str),
 }
 
 fn stalls() -> Case {
@@ -74,12 +75,36 @@ fn workload_case(index: usize, name: &'static str, independent: bool) -> Case {
                 extra: run.extra_ratio(),
             }
         }),
-        lab_delay: workload.hindsight_delay(0.95),
+        lab_delay: (workload.hindsight_delay(0.95), "lab's p95"),
     }
 }
 
 fn paused() -> Case {
     let cluster = Cluster::paused_at(0.3);
+    let lab_delay = (cluster.unloaded(0.95), "lab's p95");
+    queue_case(cluster, "(f) 8 replicas that pause, 30% load", lab_delay)
+}
+
+/// (f10) at 30% load: each replica paused a tenth of the time, its queue stalled behind
+/// the pause. A hedge that wins takes its original out of that queue, so the calls behind
+/// it wait less: the latencies recorded unhedged hold a backlog a hedged run does not. The
+/// lab's delay is the best of its swept fixed delays with the budget, in hindsight.
+fn paused_tenth() -> Case {
+    let cluster = Cluster::paused_share(lab::F10_PAUSED, 0.3);
+    let best = lab::SWEPT_DELAYS_US
+        .map(Duration::from_micros)
+        .into_iter()
+        .min_by_key(|&delay| {
+            lab::simulate_queue(&cluster, Scheme::FixedBudget(delay), false).percentile(0.99)
+        })
+        .expect("the swept delays");
+    let name = "(f10) 8 replicas paused a tenth of the time, 30% load";
+    queue_case(cluster, name, (best, "best fixed"))
+}
+
+/// A cluster of queueing replicas: its unhedged calls, and its hedged runs at any fixed
+/// delay, with or without the budget.
+fn queue_case(cluster: Cluster, name: &'static str, lab_delay: (Duration, &'static str)) -> Case {
     let unhedged = lab::simulate_queue(&cluster, Scheme::Off, false);
     let calls = cluster
         .arrivals()
@@ -87,7 +112,7 @@ fn paused() -> Case {
         .zip(unhedged.latencies.iter().copied())
         .collect();
     Case {
-        name: "(f) 8 replicas that pause, 30% load",
+        name,
         independent: false,
         calls,
         run: Box::new(move |delay, budget| {
@@ -102,7 +127,7 @@ fn paused() -> Case {
                 extra: run.extra_ratio(),
             }
         }),
-        lab_delay: cluster.unloaded(0.95),
+        lab_delay,
     }
 }
 
@@ -123,8 +148,9 @@ fn main() {
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut held = true;
-    for case in [stalls(), brownout(), paused()] {
-        let path = dir.join(format!("advisor-lab-{}.csv", &case.name[1..2]));
+    for case in [stalls(), brownout(), paused(), paused_tenth()] {
+        let tag = &case.name[1..case.name.find(')').unwrap_or(2)];
+        let path = dir.join(format!("advisor-lab-{tag}.csv"));
         let mut csv = String::from("timestamp,latency\n");
         for (at, latency) in &case.calls {
             let _ = writeln!(csv, "{}ns,{}ns", at.as_nanos(), latency.as_nanos());
@@ -141,7 +167,8 @@ fn main() {
                 .expect("latencies")
                 .recommended
                 .delay;
-            settings.delays = vec![case.lab_delay, recommended];
+            let (lab_delay, lab_label) = case.lab_delay;
+            settings.delays = vec![lab_delay, recommended];
             let advice = advise(&latencies, &settings).expect("latencies");
             for row in &advice.rows {
                 let Row {
@@ -161,9 +188,9 @@ fn main() {
                     held = false;
                 }
                 let which = if *delay == recommended {
-                    " (advised)"
+                    " (advised)".to_string()
                 } else {
-                    " (lab's p95)"
+                    format!(" ({lab_label})")
                 };
                 let _ = writeln!(
                     table,
