@@ -91,13 +91,17 @@ fn paused() -> Case {
 /// lab's delay is the best of its swept fixed delays with the budget, in hindsight.
 fn paused_tenth() -> Case {
     let cluster = Cluster::paused_share(lab::F10_PAUSED, 0.3);
-    let best = lab::SWEPT_DELAYS_US
-        .map(Duration::from_micros)
-        .into_iter()
-        .min_by_key(|&delay| {
-            lab::simulate_queue(&cluster, Scheme::FixedBudget(delay), false).percentile(0.99)
-        })
-        .expect("the swept delays");
+    // The lab's own comparator: its swept rows, and the best of them as the line takes it.
+    let swept = lab::Level {
+        cluster,
+        runs: lab::swept()
+            .into_iter()
+            .map(|scheme| lab::simulate_queue(&cluster, scheme, false))
+            .collect(),
+    };
+    let Scheme::FixedBudget(best) = swept.best_fixed().expect("the swept delays").scheme else {
+        unreachable!("the swept rows are fixed delays with the budget")
+    };
     let name = "(f10) 8 replicas paused a tenth of the time, 30% load";
     queue_case(cluster, name, (best, "best fixed"))
 }
