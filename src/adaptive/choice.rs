@@ -227,8 +227,8 @@ impl LatencyTracker {
     /// Plans for the budget as it really grants: where the slot that just completed saw
     /// more of its asks refused than the model predicted at the delay it hedged at (the
     /// slow calls came together and emptied the bucket before its ratio said), the ratio
-    /// planned for is cut by that much; a slot refused no more than predicted wins a
-    /// tenth of it back.
+    /// planned for is cut by that much; a slot refused no more than predicted wins back
+    /// half of what was cut.
     fn plan_headroom(
         &self,
         survival: &Survival<'_>,
