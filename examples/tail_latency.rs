@@ -11,6 +11,7 @@
 //! cargo run --release --example tail_latency -- --seeds 12            # (e)'s tied line, seed by seed
 //! cargo run --release --example tail_latency -- --windows             # (f10) over longer windows
 //! cargo run --release --example tail_latency -- --paused-seeds 8      # (f10), seed by seed
+//! cargo run --release --example tail_latency -- --start               # (f10)'s first second
 //! ```
 //!
 //! The default run drives every call on `ManualTimer` (virtual time), so its figures are
@@ -42,6 +43,10 @@ fn main() {
             "{}",
             lab::paused_seeds_table(&lab::run_paused_seeds(1..=seeds))
         );
+        return;
+    }
+    if args.iter().any(|arg| arg == "--start") {
+        print!("{}", lab::start_table(&lab::run_start()));
         return;
     }
     if args.iter().any(|arg| arg == "--windows") {

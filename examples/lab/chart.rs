@@ -151,7 +151,7 @@ fn queue_style(scheme: &Scheme) -> (&'static str, &'static str) {
     match scheme {
         Scheme::Off => ("#555555", ""),
         Scheme::Fixed(_) => ("#1f77b4", ""),
-        Scheme::FixedBudget(_) => ("#1f77b4", "2,2"),
+        Scheme::FixedBudget(_) | Scheme::HeldStart { .. } => ("#1f77b4", "2,2"),
         Scheme::AdaptiveP95 => ("#ff7f0e", "6,4"),
         Scheme::Recommended { budget: false } => ("#d62728", ""),
         Scheme::Recommended { budget: true } | Scheme::RecommendedWindow(_) => ("#d62728", "6,4"),

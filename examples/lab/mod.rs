@@ -9,8 +9,9 @@
 //! slowness the request carries, and what `min_win_rate` does on every workload;
 //! `hindsight` holds `optimal_delay` on (a)-(d) and (g)-(i) to the best fixed delay with
 //! the same budget (`lab/tests/hindsight.rs` asserts it); `windows` runs (f10) with longer
-//! windows over longer runs (`tail_latency -- --windows`), and `paused_seeds` seed by seed
-//! (`tail_latency -- --paused-seeds 8`).
+//! windows over longer runs (`tail_latency -- --windows`), `paused_seeds` seed by seed
+//! (`tail_latency -- --paused-seeds 8`), and `start` what its first second weighs
+//! (`tail_latency -- --start`).
 #![allow(dead_code)]
 
 mod chart;
@@ -24,6 +25,7 @@ mod queue_report;
 mod queueing;
 mod report;
 mod servers;
+mod start;
 mod windows;
 
 use std::time::Duration;
@@ -58,6 +60,8 @@ pub use queueing::{
 };
 #[allow(unused_imports)]
 pub use report::{acceptance, table, targets};
+#[allow(unused_imports)]
+pub use start::{first_delays, run_start, start_table, StartLevel, HELD_FOR};
 #[allow(unused_imports)]
 pub use windows::{run_windows, windows_table, WindowLevel, RUNS, WINDOWS};
 

@@ -274,6 +274,14 @@ pub enum Scheme {
     /// Tied requests: a second copy this long after the first unless the first started;
     /// the first copy to start service wins and the other leaves its queue.
     Tied(Duration),
+    /// A hedge `first` after the original for the calls that start before `until`, `then`
+    /// after it for the rest, with the recommended row's budget: what a delay costs that
+    /// reaches the best fixed delay only at `until` (see [`start`](super::start)).
+    HeldStart {
+        first: Duration,
+        until: Duration,
+        then: Duration,
+    },
     /// Tied requests under the recommended hedge: each of its copies is a tied pair,
     /// the pair's second copy this long after its first unless the first started, so the
     /// pair cuts queueing and the hedge a slow service.
@@ -299,6 +307,13 @@ impl Scheme {
                 window.as_secs()
             ),
             Scheme::AdaptiveP95 => format!("adaptive p95 + {:.0}% budget", BUDGET_RATIO * 100.0),
+            Scheme::HeldStart { first, until, then } => format!(
+                "{} until {:.1} s, then {} + {:.0}% budget",
+                ms(*first),
+                until.as_secs_f64(),
+                ms(*then),
+                BUDGET_RATIO * 100.0
+            ),
             Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
             Scheme::TiedPair(_) => "tied pairs, optimal p99 + budget".to_string(),
         }
@@ -306,7 +321,9 @@ impl Scheme {
 
     /// The policy a call hedges with (for tied requests, the one that ties its copies).
     fn policy(&self, timer: ManualTimer, min_win_rate: f64) -> Policy<ManualTimer> {
-        let builder = Policy::builder().timer(timer).min_win_rate(min_win_rate);
+        let builder = Policy::builder()
+            .timer(timer.clone())
+            .min_win_rate(min_win_rate);
         match *self {
             Scheme::Off => builder.max_copies(1).build(),
             Scheme::Fixed(delay) | Scheme::Tied(delay) => {
@@ -320,6 +337,11 @@ impl Scheme {
             Scheme::Recommended { budget } => recommended(builder, budget),
             Scheme::RecommendedWindow(window) => recommended(builder.adaptive_window(window), true),
             Scheme::AdaptiveP95 => adaptive_p95(builder),
+            Scheme::HeldStart { first, until, then } => builder
+                .max_copies(2)
+                .delay_fn(move |_| Some(if timer.now() < until { first } else { then }))
+                .budget(&recommended_budget())
+                .build(),
             // The pairs are hedged as the recommended row hedges its copies.
             Scheme::TiedPair(_) => recommended(builder, true),
         }
@@ -361,7 +383,7 @@ pub fn adaptive_p95<T: Timer>(builder: hedging::PolicyBuilder<T>) -> Policy<T> {
         .adaptive_delay(0.95)
         .min_delay(Duration::from_millis(2))
         .max_delay(Duration::from_millis(200))
-        .delay(Duration::from_millis(20))
+        .delay(FIRST_DELAY)
         .budget(&recommended_budget())
         .build()
 }
@@ -376,8 +398,11 @@ pub fn optimal_bounded<T: Timer>(
         .optimal_delay(quantile)
         .min_delay(Duration::from_micros(100))
         .max_delay(Duration::from_millis(200))
-        .delay(Duration::from_millis(20))
+        .delay(FIRST_DELAY)
 }
+
+/// The delay the README's adaptive configurations hedge at until 100 latencies are known.
+pub const FIRST_DELAY: Duration = Duration::from_millis(20);
 
 /// The README's budget: 10% extra copies, at most 50 in flight.
 pub fn recommended_budget() -> Budget {
