@@ -449,6 +449,15 @@ impl QueueRun {
     pub fn extra_ratio(&self) -> f64 {
         self.extra_copies as f64 / self.calls as f64
     }
+
+    /// The delay of a row of the sweep of fixed delays with the budget
+    /// ([`Scheme::FixedBudget`]), such as the best of them.
+    pub fn swept_delay(&self) -> Duration {
+        match self.scheme {
+            Scheme::FixedBudget(delay) => delay,
+            _ => unreachable!("a row of the sweep"),
+        }
+    }
 }
 
 /// Runs `scheme` on `cluster` in virtual time.

@@ -38,14 +38,6 @@ pub struct StartLevel {
 }
 
 impl StartLevel {
-    /// The best fixed delay itself.
-    pub fn best_delay(&self) -> Duration {
-        match self.best.scheme {
-            Scheme::FixedBudget(delay) => delay,
-            _ => unreachable!("the best is a swept delay"),
-        }
-    }
-
     /// A held run's p99 against the best fixed delay's.
     pub fn ratio(&self, held: &QueueRun) -> f64 {
         held.percentile(0.99).as_secs_f64() / self.best.percentile(0.99).as_secs_f64()
@@ -76,9 +68,7 @@ pub fn run_start() -> Vec<StartLevel> {
             .iter()
             .zip(&best)
             .map(|(&cluster, best)| {
-                let Scheme::FixedBudget(then) = best.scheme else {
-                    unreachable!("the best is a swept delay")
-                };
+                let then = best.swept_delay();
                 let schemes = first_delays()
                     .into_iter()
                     .flat_map(|first| {
@@ -125,7 +115,7 @@ pub fn start_table(levels: &[StartLevel]) -> String {
         let p99 = ms_text(level.best.percentile(0.99));
         format!(
             "{:>21}",
-            format!("{p99} at {}", ms_text(level.best_delay()))
+            format!("{p99} at {}", ms_text(level.best.swept_delay()))
         )
     });
     out += &format!(

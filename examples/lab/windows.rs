@@ -104,10 +104,7 @@ pub fn windows_table(levels: &[WindowLevel]) -> String {
             );
         }
         let best = runs.iter().map(|level| {
-            let delay = match level.best.scheme {
-                Scheme::FixedBudget(delay) => ms_text(delay),
-                _ => unreachable!("the best is a swept delay"),
-            };
+            let delay = ms_text(level.best.swept_delay());
             format!(
                 "{:>21}",
                 format!("{} at {delay}", ms_text(level.best.percentile(0.99)))

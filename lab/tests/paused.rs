@@ -198,7 +198,7 @@ fn paused_replicas_the_first_second_costs_the_line_before_any_delay_has_learnt()
         for (at, held) in level.held.iter().enumerate() {
             // A first delay that is the best fixed delay itself holds the run to it.
             let first = lab::first_delays()[at / lab::HELD_FOR.len()];
-            if first == level.best_delay() {
+            if first == level.best.swept_delay() {
                 assert_eq!(held.latencies, level.best.latencies);
             }
         }
