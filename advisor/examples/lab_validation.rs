@@ -99,9 +99,7 @@ fn paused_tenth() -> Case {
             .map(|scheme| lab::simulate_queue(&cluster, scheme, false))
             .collect(),
     };
-    let Scheme::FixedBudget(best) = swept.best_fixed().expect("the swept delays").scheme else {
-        unreachable!("the swept rows are fixed delays with the budget")
-    };
+    let best = swept.best_fixed().expect("the swept delays").swept_delay();
     let name = "(f10) 8 replicas paused a tenth of the time, 30% load";
     queue_case(cluster, name, (best, "best fixed"))
 }

@@ -61,7 +61,7 @@ pub use queueing::{
 #[allow(unused_imports)]
 pub use report::{acceptance, table, targets};
 #[allow(unused_imports)]
-pub use start::{first_delays, run_start, start_table, StartLevel, HELD_FOR};
+pub use start::{run_start, start_table, StartLevel, FIRST_DELAYS, HELD_FOR};
 #[allow(unused_imports)]
 pub use windows::{run_windows, windows_table, WindowLevel, RUNS, WINDOWS};
 

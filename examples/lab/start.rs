@@ -32,8 +32,8 @@ pub struct StartLevel {
     pub load: f64,
     /// The best of the fixed delays with the same budget, by p99.
     pub best: QueueRun,
-    /// For each first delay ([`FIRST_DELAY`], [`SHORT_DELAY`]), for each of [`HELD_FOR`]
-    /// in order: that delay until then, the best fixed delay after.
+    /// For each of [`FIRST_DELAYS`], for each of [`HELD_FOR`] in order: that delay until
+    /// then, the best fixed delay after.
     pub held: Vec<QueueRun>,
 }
 
@@ -45,9 +45,7 @@ impl StartLevel {
 }
 
 /// The first delays the table holds before the best fixed delay, in order.
-pub fn first_delays() -> [Duration; 2] {
-    [FIRST_DELAY, SHORT_DELAY]
-}
+pub const FIRST_DELAYS: [Duration; 2] = [FIRST_DELAY, SHORT_DELAY];
 
 /// Every load of (f10): the sweep, then its best delay reached after each start.
 pub fn run_start() -> Vec<StartLevel> {
@@ -69,7 +67,7 @@ pub fn run_start() -> Vec<StartLevel> {
             .zip(&best)
             .map(|(&cluster, best)| {
                 let then = best.swept_delay();
-                let schemes = first_delays()
+                let schemes = FIRST_DELAYS
                     .into_iter()
                     .flat_map(|first| {
                         HELD_FOR.map(|until| Scheme::HeldStart { first, until, then })
@@ -122,7 +120,7 @@ pub fn start_table(levels: &[StartLevel]) -> String {
         "| best fixed delay | –     | {} |\n",
         best.collect::<Vec<_>>().join(" | ")
     );
-    for (first_at, first) in first_delays().iter().enumerate() {
+    for (first_at, first) in FIRST_DELAYS.iter().enumerate() {
         for (until_at, until) in HELD_FOR.iter().enumerate() {
             let at = first_at * HELD_FOR.len() + until_at;
             let cells = levels.iter().map(|level| {

@@ -191,13 +191,13 @@ fn paused_replicas_the_first_second_costs_the_line_before_any_delay_has_learnt()
     let levels = lab::run_start();
     assert_eq!(levels.len(), lab::PAUSED_LOADS.len());
     let table = lab::start_table(&levels);
-    let rows = lab::first_delays().len() * lab::HELD_FOR.len();
+    let rows = lab::FIRST_DELAYS.len() * lab::HELD_FOR.len();
     assert_eq!(table.matches(" s | ").count(), rows, "{table}");
     for level in &levels {
         assert_eq!(level.held.len(), rows);
         for (at, held) in level.held.iter().enumerate() {
             // A first delay that is the best fixed delay itself holds the run to it.
-            let first = lab::first_delays()[at / lab::HELD_FOR.len()];
+            let first = lab::FIRST_DELAYS[at / lab::HELD_FOR.len()];
             if first == level.best.swept_delay() {
                 assert_eq!(held.latencies, level.best.latencies);
             }
