@@ -120,9 +120,10 @@ impl LatencyTracker {
         let crowd = queueing == newest && (newest == 2 || (newest == 1 && !with_current));
         let queue = crowd && !unshared;
         let estimate = match self.config.choice {
-            // A queue is hedged only past its slowest recent latency; one slot in
-            // `PROBE_EVERY` past its p98, so a few hedges keep showing what they do.
-            Choice::Optimal { .. } | Choice::Quantile if queue => {
+            // In every delay mode, a queue is hedged only past its slowest recent latency;
+            // one slot in `PROBE_EVERY` past its p98, so a few hedges keep showing what
+            // they do.
+            _ if queue => {
                 let mut all = window;
                 all.iter_mut()
                     .zip(&censored)
