@@ -92,14 +92,11 @@ fn paused() -> Case {
 fn paused_tenth() -> Case {
     let cluster = Cluster::paused_share(lab::F10_PAUSED, 0.3);
     // The lab's own comparator: its swept rows, and the best of them as the line takes it.
-    let swept = lab::Level {
-        cluster,
-        runs: lab::swept()
-            .into_iter()
-            .map(|scheme| lab::simulate_queue(&cluster, scheme, false))
-            .collect(),
-    };
-    let best = swept.best_fixed().expect("the swept delays").swept_delay();
+    let swept = lab::run_levels(vec![cluster], &lab::swept(), false);
+    let best = swept[0]
+        .best_fixed()
+        .expect("the swept delays")
+        .swept_delay();
     let name = "(f10) 8 replicas paused a tenth of the time, 30% load";
     queue_case(cluster, name, (best, "best fixed"))
 }
@@ -190,13 +187,13 @@ fn main() {
                     held = false;
                 }
                 let which = if *delay == recommended {
-                    " (advised)".to_string()
+                    "advised"
                 } else {
-                    format!(" ({lab_label})")
+                    lab_label
                 };
                 let _ = writeln!(
                     table,
-                    "| {} | {} ms{which} | {} | {} | {} | {} | {:+.0}% | {:+.0}% | {:.1}% | {:.1}% |",
+                    "| {} | {} ms ({which}) | {} | {} | {} | {} | {:+.0}% | {:+.0}% | {:.1}% | {:.1}% |",
                     case.name,
                     ms(*delay),
                     if budget { "10%" } else { "none" },

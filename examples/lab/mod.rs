@@ -53,10 +53,10 @@ pub use paused_seeds::{one_delay, paused_seeds_table, run_paused_seeds, SeedRun}
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]
 pub use queueing::{
-    adaptive_p95, recommended, recommended_budget, run_aborted, run_paused, run_paused_share,
-    run_queueing, run_seeds, simulate_queue, simulate_queue_with, swept, unloaded_p95, Cluster,
-    Level, QueueReport, QueueRun, Scheme, Slowness, F10_PAUSED, PAUSED_LOADS, SERVERS,
-    SWEPT_DELAYS_US, TIE, UTILISATIONS,
+    adaptive_p95, recommended, recommended_budget, run_aborted, run_levels, run_paused,
+    run_paused_share, run_queueing, run_seeds, simulate_queue, simulate_queue_with, swept,
+    unloaded_p95, Cluster, Level, QueueReport, QueueRun, Scheme, Slowness, F10_PAUSED,
+    PAUSED_LOADS, SERVERS, SWEPT_DELAYS_US, TIE, UTILISATIONS,
 };
 #[allow(unused_imports)]
 pub use report::{acceptance, table, targets};

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::ms_text;
 use super::queueing::{
-    run_jobs, swept, Cluster, QueueRun, Scheme, F10_PAUSED, FIRST_DELAY, PAUSED_LOADS,
+    run_jobs, run_levels, swept, Cluster, QueueRun, Scheme, F10_PAUSED, FIRST_DELAY, PAUSED_LOADS,
 };
 
 /// How long the first delay holds, from the run's start.
@@ -50,13 +50,7 @@ pub const FIRST_DELAYS: [Duration; 2] = [FIRST_DELAY, SHORT_DELAY];
 /// Every load of (f10): the sweep, then its best delay reached after each start.
 pub fn run_start() -> Vec<StartLevel> {
     let clusters = PAUSED_LOADS.map(|load| Cluster::paused_share(F10_PAUSED, load));
-    let swept = run_jobs(
-        clusters
-            .iter()
-            .map(|&cluster| (cluster, swept().to_vec()))
-            .collect(),
-        false,
-    );
+    let swept = run_levels(clusters.to_vec(), &swept(), false);
     let best: Vec<QueueRun> = swept
         .iter()
         .map(|level| level.best_fixed().expect("the swept delays").clone())
@@ -109,13 +103,9 @@ pub fn start_table(levels: &[StartLevel]) -> String {
         "|------------------|-------|{}|\n",
         vec!["-----------------------"; levels.len()].join("|")
     );
-    let best = levels.iter().map(|level| {
-        let p99 = ms_text(level.best.percentile(0.99));
-        format!(
-            "{:>21}",
-            format!("{p99} at {}", ms_text(level.best.swept_delay()))
-        )
-    });
+    let best = levels
+        .iter()
+        .map(|level| format!("{:>21}", level.best.p99_at_swept_delay()));
     out += &format!(
         "| best fixed delay | –     | {} |\n",
         best.collect::<Vec<_>>().join(" | ")

@@ -103,13 +103,9 @@ pub fn windows_table(levels: &[WindowLevel]) -> String {
                 cells.collect::<Vec<_>>().join(" | ")
             );
         }
-        let best = runs.iter().map(|level| {
-            let delay = ms_text(level.best.swept_delay());
-            format!(
-                "{:>21}",
-                format!("{} at {delay}", ms_text(level.best.percentile(0.99)))
-            )
-        });
+        let best = runs
+            .iter()
+            .map(|level| format!("{:>21}", level.best.p99_at_swept_delay()));
         out += &format!(
             "| {:>3} s | best fixed delay | {} |\n",
             run,

@@ -172,7 +172,7 @@ fn seed_run(seed: u64, load: f64, first: u64) -> lab::SeedRun {
 fn paused_replicas_a_held_start_hedges_at_its_first_delay_before_its_time_and_the_other_after() {
     // Three seconds of (f10) at 10% load: a held start is the fixed delay it holds, and
     // from its time on the one it reaches, call for call.
-    let cluster = lab::Cluster::paused_share(0.10, 0.1).lasting(Duration::from_secs(3));
+    let cluster = lab::Cluster::paused_share(lab::F10_PAUSED, 0.1).lasting(Duration::from_secs(3));
     let (first, then) = (Duration::from_millis(20), Duration::from_millis(8));
     let latencies = |scheme| lab::simulate_queue(&cluster, scheme, false).latencies;
     let held = |until| lab::Scheme::HeldStart { first, until, then };
