@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::independent::Report;
-use super::queueing::{QueueReport, Scheme};
+use super::queueing::QueueReport;
+use super::scheme::Scheme;
 use super::{nearest_rank, Config, Delay};
 
 const PANEL_W: f64 = 440.0;

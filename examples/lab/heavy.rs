@@ -9,7 +9,8 @@ use std::time::Duration;
 use super::engine;
 use super::independent::{draw, micros, rng, simulate_with, Report};
 use super::keyed::{simulate_routed, Calls};
-use super::queueing::{simulate_queue_with, QueueReport, Scheme};
+use super::queueing::{simulate_queue_with, QueueReport};
+use super::scheme::Scheme;
 use super::{ms_text, Check, Config, Delay, LEARNT, MIN_WIN_RATE, MS, STALL_RATE};
 
 /// The share of calls that are heavy: 10–100× the median in every copy.

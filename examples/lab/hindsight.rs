@@ -7,11 +7,11 @@ use std::time::Duration;
 use hedging::timer::ManualTimer;
 use hedging::Policy;
 
+use super::cluster::SWEPT_DELAYS_US;
 use super::engine;
 use super::heavy::Heavy;
 use super::independent::{simulate, Report, Workload};
 use super::keyed::{simulate_routed, Calls, TwoHosts, KEYS, SLOW_SHARES};
-use super::queueing::SWEPT_DELAYS_US;
 use super::{ms_text, Check, Config, Delay, Run};
 
 /// The most the optimal row's p99 may be of the best fixed delay's with the same budget.

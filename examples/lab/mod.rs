@@ -15,6 +15,7 @@
 #![allow(dead_code)]
 
 mod chart;
+mod cluster;
 mod engine;
 mod heavy;
 mod hindsight;
@@ -24,6 +25,7 @@ mod paused_seeds;
 mod queue_report;
 mod queueing;
 mod report;
+mod scheme;
 mod servers;
 mod start;
 mod windows;
@@ -36,6 +38,10 @@ use hedging::{Budget, Policy, PolicyBuilder};
 // The demo and the test each use a part of the lab.
 #[allow(unused_imports)]
 pub use chart::svg;
+#[allow(unused_imports)]
+pub use cluster::{
+    Cluster, Slowness, F10_PAUSED, PAUSED_LOADS, SERVERS, SWEPT_DELAYS_US, UTILISATIONS,
+};
 #[allow(unused_imports)]
 pub use heavy::{
     heavy_table, run_heavy, run_switch, run_withheld, withheld_table, Heavy, HeavyReport, Withheld,
@@ -53,13 +59,13 @@ pub use paused_seeds::{one_delay, paused_seeds_table, run_paused_seeds, SeedRun}
 pub use queue_report::{queue_table, tied_against_hedged, tied_seed_table, TIED_LOAD};
 #[allow(unused_imports)]
 pub use queueing::{
-    adaptive_p95, recommended, recommended_budget, run_aborted, run_levels, run_paused,
-    run_paused_share, run_queueing, run_seeds, simulate_queue, simulate_queue_with, swept,
-    unloaded_p95, Cluster, Level, QueueReport, QueueRun, Scheme, Slowness, F10_PAUSED,
-    PAUSED_LOADS, SERVERS, SWEPT_DELAYS_US, TIE, UTILISATIONS,
+    run_aborted, run_levels, run_paused, run_paused_share, run_queueing, run_seeds, simulate_queue,
+    simulate_queue_with, unloaded_p95, Level, QueueReport, QueueRun,
 };
 #[allow(unused_imports)]
 pub use report::{acceptance, table, targets};
+#[allow(unused_imports)]
+pub use scheme::{adaptive_p95, recommended, recommended_budget, swept, Scheme, TIE};
 #[allow(unused_imports)]
 pub use start::{run_start, start_table, StartLevel, FIRST_DELAYS, HELD_FOR};
 #[allow(unused_imports)]
@@ -111,7 +117,7 @@ pub enum Delay {
     Adaptive(f64),
     /// A hedge at the delay the recent latencies predict minimises this quantile of call
     /// latency within the budget, bounded as every optimal row is
-    /// (`queueing::optimal_bounded`).
+    /// (`scheme::optimal_bounded`).
     Optimal(f64),
 }
 
@@ -152,7 +158,7 @@ impl Config {
                 .max_copies(2)
                 .adaptive_delay(quantile)
                 .adaptive_window(WINDOW),
-            Delay::Optimal(quantile) => queueing::optimal_bounded(builder.max_copies(2), quantile),
+            Delay::Optimal(quantile) => scheme::optimal_bounded(builder.max_copies(2), quantile),
         };
         if self.budget {
             builder.budget(&Budget::new(BUDGET_RATIO))

@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
+use super::cluster::{Cluster, F10_PAUSED, PAUSED_LOADS, SWEPT_DELAYS_US};
 use super::ms_text;
-use super::queueing::{
-    run_jobs, swept, Cluster, Scheme, F10_PAUSED, PAUSED_LOADS, SWEPT_DELAYS_US,
-};
+use super::queueing::run_jobs;
+use super::scheme::{swept, Scheme};
 
 /// One seed at one load: the recommended configuration's p99 and each swept delay's.
 pub struct SeedRun {

@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::queueing::{
-    Level, QueueReport, QueueRun, Scheme, Slowness, HINDSIGHT_LOADS, PAUSED_SERVERS, SERVERS, TIE,
-};
+use super::cluster::{Slowness, HINDSIGHT_LOADS, PAUSED_SERVERS, SERVERS};
+use super::queueing::{Level, QueueReport, QueueRun};
 use super::report::BUDGET_COST;
+use super::scheme::{Scheme, TIE};
 use super::{ms_text, Check};
 
 /// The most a row that never makes the backend worse may add to unhedged p50 and p99.

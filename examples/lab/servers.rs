@@ -15,8 +15,8 @@ use std::time::Duration;
 use futures::Stream;
 use hedging::timer::{ManualTimer, Timer};
 
+use super::cluster::{Cluster, Slowness};
 use super::engine::Task;
-use super::queueing::{Cluster, Slowness};
 
 /// Where a copy is in its server's life.
 #[derive(Clone, Copy, Debug, PartialEq)]

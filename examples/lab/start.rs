@@ -12,10 +12,10 @@
 
 use std::time::Duration;
 
+use super::cluster::{Cluster, F10_PAUSED, PAUSED_LOADS};
 use super::ms_text;
-use super::queueing::{
-    run_jobs, run_levels, swept, Cluster, QueueRun, Scheme, F10_PAUSED, FIRST_DELAY, PAUSED_LOADS,
-};
+use super::queueing::{run_jobs, run_levels, QueueRun};
+use super::scheme::{swept, Scheme, FIRST_DELAY};
 
 /// How long the first delay holds, from the run's start.
 pub const HELD_FOR: [Duration; 3] = [

@@ -12,8 +12,10 @@
 
 use std::time::Duration;
 
+use super::cluster::{Cluster, F10_PAUSED, PAUSED_LOADS};
 use super::ms_text;
-use super::queueing::{run_jobs, swept, Cluster, QueueRun, Scheme, F10_PAUSED, PAUSED_LOADS};
+use super::queueing::{run_jobs, QueueRun};
+use super::scheme::{swept, Scheme};
 
 /// The runs, in seconds of arrivals: the lab's 30 s, and four and eight times it.
 pub const RUNS: [u64; 3] = [30, 120, 240];
