@@ -85,13 +85,12 @@ pub fn paused_seeds_table(runs: &[SeedRun]) -> String {
         .filter(|run| run.load == PAUSED_LOADS[0])
         .map(|run| run.seed)
         .collect();
-    let at_load = |load: usize| -> Vec<&SeedRun> {
-        let load = PAUSED_LOADS[load];
-        runs.iter().filter(|run| run.load == load).collect()
-    };
-    let chosen: Vec<usize> = (0..PAUSED_LOADS.len())
-        .map(|load| one_delay(&at_load(load)))
+    // Each load's runs, in seed order.
+    let at_load: Vec<Vec<&SeedRun>> = PAUSED_LOADS
+        .iter()
+        .map(|&load| runs.iter().filter(|run| run.load == load).collect())
         .collect();
+    let chosen: Vec<usize> = at_load.iter().map(|runs| one_delay(runs)).collect();
     let mut out = format!(
         "**(f10) seed by seed**: replicas paused {:.0}% of the time, 30 s runs of seeds {}; \
          on each run, optimal p99 + 10% budget and the one fixed delay best over all these \
@@ -115,14 +114,15 @@ pub fn paused_seeds_table(runs: &[SeedRun]) -> String {
         vec!["---:"; 2 * PAUSED_LOADS.len()].join("|")
     );
     // Per load, the ratios of the recommended row and of the one delay, seed by seed.
-    let ratios: Vec<[Vec<f64>; 2]> = (0..PAUSED_LOADS.len())
-        .map(|load| {
-            let runs = at_load(load);
+    let ratios: Vec<[Vec<f64>; 2]> = at_load
+        .iter()
+        .zip(&chosen)
+        .map(|(runs, &chosen)| {
             let ratio = |p99: Duration, run: &SeedRun| p99.as_secs_f64() / run.best().as_secs_f64();
             [
                 runs.iter().map(|run| ratio(run.recommended, run)).collect(),
                 runs.iter()
-                    .map(|run| ratio(run.swept[chosen[load]], run))
+                    .map(|run| ratio(run.swept[chosen], run))
                     .collect(),
             ]
         })
