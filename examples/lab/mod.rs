@@ -3,7 +3,8 @@
 //!
 //! Shared by `examples/tail_latency.rs` (which prints it) and `lab/tests/lab.rs` (which asserts
 //! the acceptance lines on the very same figures). `engine` runs the calls; each workload
-//! family has its file (`independent` for (a)-(d), `queueing` and its `servers` for (e));
+//! family has its file (`independent` for (a)-(d); for (e) and (f), `cluster` the replicas
+//! and their traffic, `scheme` the rows, `servers` the queues, `queueing` the runs);
 //! `report` and `queue_report` turn runs into tables and acceptance lines, `chart` into the
 //! latency CDFs. `keyed` is (g), one client over two backends; `heavy` is (h) and (i),
 //! slowness the request carries, and what `min_win_rate` does on every workload;
