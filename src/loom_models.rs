@@ -3,8 +3,8 @@
 
 use core::time::Duration;
 
-use crate::adaptive::{AdaptiveConfig, Choice, LatencyTracker, TrackerSeed};
-use crate::keyed::{key_of, Keys};
+use crate::adaptive::{AdaptiveConfig, Choice, Ending, LatencyTracker, Sample, Shown, TrackerSeed};
+use crate::keyed::{key_of, Ask, Keys, Turn, WinRate as Rate, Withhold};
 use crate::stats::{Cells, Counter, Counters};
 use crate::sync::Arc;
 use crate::Budget;
@@ -57,21 +57,33 @@ pub fn credit(budget: &Budget, ended: u64, earning: u64, now: Duration) {
     budget.credit(ended, earning, now, Duration::ZERO);
 }
 
-/// An adaptive delay's ring of slots (`adaptive_delay(0.5)`, 16 buckets a row under loom).
+/// An adaptive delay's ring of slots (`adaptive_delay(0.5)` or `optimal_delay(0.99)`, 16
+/// buckets a row under loom).
 pub struct Ring(LatencyTracker);
 
 impl Ring {
     /// The delay before an estimate: one second.
     pub const FALLBACK: Duration = Duration::from_secs(1);
 
-    /// A ring of quarter-`window` slots, estimating from `min_samples` latencies.
+    /// A ring of quarter-`window` slots, estimating the median from `min_samples`
+    /// latencies.
     pub fn new(window: Duration, min_samples: u32) -> Self {
+        Ring::with(window, min_samples, 0.5, Choice::Quantile)
+    }
+
+    /// A ring of quarter-`window` slots for `optimal_delay(0.99)` with two copies and no
+    /// budget: it also counts censored latencies.
+    pub fn optimal(window: Duration, min_samples: u32) -> Self {
+        Ring::with(window, min_samples, 0.99, Choice::Optimal { copies: 2 })
+    }
+
+    fn with(window: Duration, min_samples: u32, quantile: f64, choice: Choice) -> Self {
         Ring(LatencyTracker::one_stripe(&TrackerSeed {
             config: AdaptiveConfig {
-                quantile: 0.5,
+                quantile,
                 min_samples,
                 window,
-                choice: Choice::Quantile,
+                choice,
             },
             fallback: Self::FALLBACK,
             min_delay: Duration::ZERO,
@@ -85,9 +97,26 @@ impl Ring {
         self.0.record(latency, now);
     }
 
-    /// Every latency counted in the ring.
+    /// Records, at `now`, the end of a call whose hedge won while its original was still
+    /// running at `age`: a censored latency, and a call hedged and won by a hedge.
+    pub fn record_hedge_won(&self, age: Duration, now: Duration) {
+        self.0.record_ending(&Ending {
+            sample: Sample::new(age, now),
+            shown: Shown::CENSORED
+                .with(Shown::HEDGED, true)
+                .with(Shown::HEDGE_WON, true),
+            hedge_nanos: 1_000,
+        });
+    }
+
+    /// Every latency counted in the ring, ended or censored.
     pub fn counted(&self) -> u64 {
         self.0.counted()
+    }
+
+    /// The calls the ring counts as hedged and as won by a hedge, every slot's.
+    pub fn hedged_and_won(&self) -> (u64, u64) {
+        self.0.hedged_and_won()
     }
 
     /// The delay a call gets at `now`.
@@ -138,5 +167,64 @@ impl Member {
 impl core::fmt::Debug for Member {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Member").finish_non_exhaustive()
+    }
+}
+
+/// A key's (or a policy's) win rate under `min_win_rate`, with its minimum.
+pub struct WinRate {
+    rate: Rate,
+    withhold: Withhold,
+}
+
+/// What a recorded outcome changed, as [`WinRate::record`] tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateTurn {
+    /// The rate stayed on its side of the minimum.
+    Same,
+    /// It fell below: hedges are withheld from now on.
+    Withholding,
+    /// It rose back: hedging resumes.
+    Resumed,
+}
+
+impl WinRate {
+    /// A new rate (1: every hedge won) against `min_win_rate` (above zero).
+    pub fn new(min_win_rate: f64) -> Self {
+        WinRate {
+            rate: Rate::new(),
+            withhold: Withhold::new(min_win_rate).expect("a minimum above zero"),
+        }
+    }
+
+    /// A hedged call ended: `won` if a hedge won it; `probe` if it hedged as a probe.
+    pub fn record(&self, won: bool, probe: bool) -> RateTurn {
+        match self.rate.record(&self.withhold, won, probe) {
+            Turn::Same => RateTurn::Same,
+            Turn::Withholding => RateTurn::Withholding,
+            Turn::Resumed => RateTurn::Resumed,
+        }
+    }
+
+    /// A call that would hedge asks: `Some(true)` hedge, `Some(false)` a probe, `None`
+    /// withheld.
+    pub fn ask(&self) -> Option<bool> {
+        match self.rate.ask(&self.withhold) {
+            Ask::Hedge => Some(true),
+            Ask::Probe => Some(false),
+            Ask::Withhold => None,
+        }
+    }
+
+    /// The rate, from 0 to 1.
+    pub fn rate(&self) -> f64 {
+        self.rate.rate()
+    }
+}
+
+impl core::fmt::Debug for WinRate {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WinRate")
+            .field("rate", &self.rate())
+            .finish_non_exhaustive()
     }
 }

@@ -9,7 +9,7 @@ use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hedging::loom_models::{self, KeyTable, Member, Ring};
+use hedging::loom_models::{self, KeyTable, Member, RateTurn, Ring, WinRate};
 use hedging::{Budget, Hedgeable, Policy};
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
@@ -250,6 +250,107 @@ fn a_revisit_of_the_first_estimate_racing_a_turn_never_overlaps_it() {
         // Neither left the slot's end claimed: the ring still turns, to a window with no
         // latency in it, and the fallback.
         assert_eq!(ring.delay(6 * SLOT + MICRO), Ring::FALLBACK);
+    });
+}
+
+#[test]
+fn a_censored_latency_and_what_its_hedges_showed_racing_a_turn_are_counted_once() {
+    check(|| {
+        // `optimal_delay`'s ring, which counts censored latencies in rows of their own and
+        // what each call's hedges showed per slot: a call whose hedge won ends in the first
+        // slot while another call's end turns the ring into the second.
+        let ring = Arc::new(Ring::optimal(4 * SLOT, 1_000));
+        let other = Arc::clone(&ring);
+        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
+        ring.record_hedge_won(2 * MICRO, SLOT - MICRO);
+        turning.join().unwrap();
+        assert_eq!(ring.counted(), 2, "a censored latency lost to a turn");
+        assert_eq!(
+            ring.hedged_and_won(),
+            (1, 1),
+            "a hedge's showing lost to a turn"
+        );
+    });
+}
+
+#[test]
+fn a_censored_latency_ending_while_its_slot_turns_is_counted_once() {
+    check(|| {
+        // Both end past the first slot; the censored one may be the call that turns.
+        let ring = Arc::new(Ring::optimal(4 * SLOT, 1_000));
+        let other = Arc::clone(&ring);
+        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
+        ring.record_hedge_won(2 * MICRO, SLOT + 2 * MICRO);
+        turning.join().unwrap();
+        assert_eq!(ring.counted(), 2, "a censored latency lost to a turn");
+        assert_eq!(
+            ring.hedged_and_won(),
+            (1, 1),
+            "a hedge's showing lost to a turn"
+        );
+    });
+}
+
+#[test]
+fn two_hedged_calls_ending_at_once_both_move_the_win_rate_and_one_tells_the_turn() {
+    // A minimum between one and two losing hedges below a fresh rate (1, then 31/32,
+    // then 961/1024): the second loss to land withholds, whichever thread it is on.
+    const MIN: f64 = 0.95;
+    // What one thread recording `outcomes` in order leaves (loom's atomics exist only
+    // inside the model).
+    let sequential = |outcomes: [bool; 2]| {
+        let rate = WinRate::new(MIN);
+        for won in outcomes {
+            rate.record(won, false);
+        }
+        rate.rate()
+    };
+    check(move || {
+        let two_losses = sequential([false, false]);
+        let orders = [sequential([true, false]), sequential([false, true])];
+        let rate = Arc::new(WinRate::new(MIN));
+        let other = Arc::clone(&rate);
+        let losing = thread::spawn(move || other.record(false, false));
+        let turn = rate.record(false, false);
+        let other_turn = losing.join().unwrap();
+        assert_eq!(rate.rate(), two_losses, "a loss lost to the other");
+        let withholding = [turn, other_turn]
+            .iter()
+            .filter(|turn| **turn == RateTurn::Withholding)
+            .count();
+        assert_eq!(withholding, 1, "{turn:?} and {other_turn:?}");
+        assert_eq!(
+            rate.ask().map(|_| ()),
+            None,
+            "hedges withheld below the minimum"
+        );
+
+        // A win and a loss at once land as one order or the other, never one alone.
+        let rate = Arc::new(WinRate::new(MIN));
+        let other = Arc::clone(&rate);
+        let winning = thread::spawn(move || other.record(true, false));
+        rate.record(false, false);
+        winning.join().unwrap();
+        assert!(
+            orders.contains(&rate.rate()),
+            "{} not in {orders:?}",
+            rate.rate()
+        );
+    });
+}
+
+#[test]
+fn calls_withheld_on_two_threads_still_probe_one_in_twenty() {
+    check(|| {
+        // Withheld from the start (a minimum of 1 and one losing hedge); twenty calls
+        // that would hedge, ten a thread, hold exactly one probe between them.
+        let rate = Arc::new(WinRate::new(1.0));
+        assert_eq!(rate.record(false, false), RateTurn::Withholding);
+        let other = Arc::clone(&rate);
+        let asking = thread::spawn(move || (0..10).filter(|_| other.ask() == Some(false)).count());
+        let probes = (0..10).filter(|_| rate.ask() == Some(false)).count();
+        let other_probes = asking.join().unwrap();
+        assert_eq!(probes + other_probes, 1, "{probes} + {other_probes} probes");
     });
 }
 

@@ -105,6 +105,18 @@ impl LatencyTracker {
         );
     }
 
+    /// The calls counted as hedged and as won by a hedge, every slot's: for the loom
+    /// models.
+    #[cfg(loom)]
+    pub(crate) fn hedged_and_won(&self) -> (u64, u64) {
+        let total = |count: usize| -> u64 {
+            (0..super::SLOTS)
+                .map(|row| u64::from(self.shown_in(row)[count].load(Relaxed)))
+                .sum()
+        };
+        (total(HEDGED), total(HEDGE_WON))
+    }
+
     /// The counts of what hedges showed in the slot at `row` of the ring.
     pub(super) fn shown_in(&self, row: u64) -> &[AtomicU32] {
         let at = row as usize * SHOWN;
