@@ -57,6 +57,16 @@ pub fn credit(budget: &Budget, ended: u64, earning: u64, now: Duration) {
     budget.credit(ended, earning, now, Duration::ZERO);
 }
 
+/// A copy won: a throttling budget earns its `token_ratio` back.
+pub fn copy_won(budget: &Budget) {
+    budget.copy_won();
+}
+
+/// A copy failed: a throttling budget spends a token.
+pub fn copy_failed(budget: &Budget) {
+    budget.copy_failed();
+}
+
 /// An adaptive delay's ring of slots (`adaptive_delay(0.5)` or `optimal_delay(0.99)`, 16
 /// buckets a row under loom).
 pub struct Ring(LatencyTracker);

@@ -106,6 +106,53 @@ fn a_budget_never_hands_out_more_tokens_than_it_earned_plus_its_cap() {
 }
 
 #[test]
+fn the_floor_lets_one_copy_through_when_two_ask_at_once_with_no_token() {
+    check(|| {
+        // One token, spent first; a floor of one copy a second then lets exactly one of
+        // two copies asking at the same instant through.
+        let budget = Budget::new(0.5).burst(1.0).min_per_second(1);
+        assert!(
+            loom_models::ask(&budget, SEC).is_some(),
+            "the starting token"
+        );
+        let other = budget.clone();
+        let asking = thread::spawn(move || loom_models::ask(&other, SEC).is_some());
+        let granted = loom_models::ask(&budget, SEC).is_some();
+        let other_granted = asking.join().unwrap();
+        assert!(granted != other_granted, "{granted} and {other_granted}");
+        assert!(
+            loom_models::ask(&budget, SEC).is_none(),
+            "the floor's second was spent"
+        );
+    });
+}
+
+#[test]
+fn a_throttling_budget_counts_every_failure_and_win_and_never_goes_below_zero() {
+    check(|| {
+        // gRPC's throttling, two tokens: two failures at once spend both; a third finds
+        // none and leaves none, not less.
+        let budget = Budget::throttling(2.0, 0.5);
+        let other = budget.clone();
+        let failing = thread::spawn(move || loom_models::copy_failed(&other));
+        loom_models::copy_failed(&budget);
+        failing.join().unwrap();
+        assert_eq!(budget.tokens(), 0.0, "a failure lost to the other");
+        loom_models::copy_failed(&budget);
+        assert_eq!(budget.tokens(), 0.0);
+
+        // Nine tokens of ten: a failure and a win at once leave 8.5 in either order.
+        let budget = Budget::throttling(10.0, 0.5);
+        loom_models::copy_failed(&budget);
+        let other = budget.clone();
+        let failing = thread::spawn(move || loom_models::copy_failed(&other));
+        loom_models::copy_won(&budget);
+        failing.join().unwrap();
+        assert_eq!(budget.tokens(), 8.5, "a failure or a win lost to the other");
+    });
+}
+
+#[test]
 fn an_outstanding_slot_is_given_back_exactly_once() {
     check(|| {
         // One slot, one token: the second ask may take the slot and find no token, and
