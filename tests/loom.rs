@@ -231,17 +231,26 @@ fn a_ratio_set_while_a_call_is_credited_is_seen_before_or_after() {
 const SLOT: Duration = Duration::from_millis(1);
 const MICRO: Duration = Duration::from_micros(1);
 
+/// Runs `record` on `ring` while another thread records a call's end 1 µs into the
+/// second slot, turning the ring into it; returns the ring once both are done.
+fn racing_a_turn(ring: Ring, record: impl FnOnce(&Ring)) -> Arc<Ring> {
+    let ring = Arc::new(ring);
+    let other = Arc::clone(&ring);
+    let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
+    record(&ring);
+    turning.join().unwrap();
+    ring
+}
+
 #[test]
 fn a_latency_recorded_while_a_slot_turns_is_counted_once() {
     check(|| {
         // Both recordings end past the first slot: one thread turns the ring, and the
         // other counts in the slot current when it reads the ring, the old one while the
         // turn is under way, never in a row the turn has yet to clear.
-        let ring = Arc::new(Ring::new(4 * SLOT, 1_000));
-        let other = Arc::clone(&ring);
-        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
-        ring.record(2 * MICRO, SLOT + 2 * MICRO);
-        turning.join().unwrap();
+        let ring = racing_a_turn(Ring::new(4 * SLOT, 1_000), |ring| {
+            ring.record(2 * MICRO, SLOT + 2 * MICRO)
+        });
         assert_eq!(ring.counted(), 2, "a recording lost to a turn");
     });
 }
@@ -249,11 +258,9 @@ fn a_latency_recorded_while_a_slot_turns_is_counted_once() {
 #[test]
 fn a_latency_of_the_old_slot_racing_a_turn_is_counted_once() {
     check(|| {
-        let ring = Arc::new(Ring::new(4 * SLOT, 1_000));
-        let other = Arc::clone(&ring);
-        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
-        ring.record(2 * MICRO, SLOT - MICRO);
-        turning.join().unwrap();
+        let ring = racing_a_turn(Ring::new(4 * SLOT, 1_000), |ring| {
+            ring.record(2 * MICRO, SLOT - MICRO)
+        });
         assert_eq!(ring.counted(), 2, "a recording lost to a turn");
     });
 }
@@ -302,40 +309,20 @@ fn a_revisit_of_the_first_estimate_racing_a_turn_never_overlaps_it() {
 
 #[test]
 fn a_censored_latency_and_what_its_hedges_showed_racing_a_turn_are_counted_once() {
-    check(|| {
-        // `optimal_delay`'s ring, which counts censored latencies in rows of their own and
-        // what each call's hedges showed per slot: a call whose hedge won ends in the first
-        // slot while another call's end turns the ring into the second.
-        let ring = Arc::new(Ring::optimal(4 * SLOT, 1_000));
-        let other = Arc::clone(&ring);
-        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
-        ring.record_hedge_won(2 * MICRO, SLOT - MICRO);
-        turning.join().unwrap();
-        assert_eq!(ring.counted(), 2, "a censored latency lost to a turn");
-        assert_eq!(
-            ring.hedged_and_won(),
-            (1, 1),
-            "a hedge's showing lost to a turn"
-        );
-    });
-}
-
-#[test]
-fn a_censored_latency_ending_while_its_slot_turns_is_counted_once() {
-    check(|| {
-        // Both end past the first slot; the censored one may be the call that turns.
-        let ring = Arc::new(Ring::optimal(4 * SLOT, 1_000));
-        let other = Arc::clone(&ring);
-        let turning = thread::spawn(move || other.record(MICRO, SLOT + MICRO));
-        ring.record_hedge_won(2 * MICRO, SLOT + 2 * MICRO);
-        turning.join().unwrap();
-        assert_eq!(ring.counted(), 2, "a censored latency lost to a turn");
-        assert_eq!(
-            ring.hedged_and_won(),
-            (1, 1),
-            "a hedge's showing lost to a turn"
-        );
-    });
+    // `optimal_delay`'s ring, which counts censored latencies in rows of their own and
+    // what each call's hedges showed per slot: a call whose hedge won ends in the first
+    // slot, or past it (then it may be the call that turns), while another call's end
+    // turns the ring into the second.
+    for ended in [SLOT - MICRO, SLOT + 2 * MICRO] {
+        check(move || {
+            let ring = racing_a_turn(Ring::optimal(4 * SLOT, 1_000), |ring| {
+                ring.record_hedge_won(2 * MICRO, ended)
+            });
+            assert_eq!(ring.counted(), 2, "a censored latency lost to a turn");
+            let lost = "a hedge's showing lost to a turn";
+            assert_eq!(ring.hedged_and_won(), (1, 1), "{lost}");
+        });
+    }
 }
 
 #[test]
