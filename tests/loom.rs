@@ -153,6 +153,25 @@ fn a_throttling_budget_counts_every_failure_and_win_and_never_goes_below_zero() 
 }
 
 #[test]
+fn savings_the_traffic_no_longer_earns_expire_once_when_two_copies_ask_at_once() {
+    check(|| {
+        // Savings that follow the traffic: a hundred calls that asked for nothing earn
+        // 50 tokens, which the second they ended may save. Two seconds later that second
+        // has rolled out and the bucket may save its floor of 10: two copies asking at
+        // once each find the savings trimmed to 10 and take one, 8 left, in either order.
+        let budget = Budget::new(0.5);
+        loom_models::credit(&budget, 100, 100, Duration::ZERO);
+        assert_eq!(budget.tokens(), 50.0);
+        let later = 2 * SEC;
+        let other = budget.clone();
+        let asking = thread::spawn(move || loom_models::ask(&other, later).is_some());
+        assert!(loom_models::ask(&budget, later).is_some());
+        assert!(asking.join().unwrap());
+        assert_eq!(budget.tokens(), 8.0, "expired savings spent");
+    });
+}
+
+#[test]
 fn an_outstanding_slot_is_given_back_exactly_once() {
     check(|| {
         // One slot, one token: the second ask may take the slot and find no token, and
