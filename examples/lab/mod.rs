@@ -133,7 +133,7 @@ impl Config {
     pub fn label(&self) -> String {
         let delay = match self.delay {
             Delay::Off => "no hedging".to_string(),
-            Delay::Fixed(delay) => format!("fixed {:.2} ms", delay.as_secs_f64() * 1e3),
+            Delay::Fixed(delay) => format!("fixed {}", ms_text(delay)),
             Delay::Adaptive(quantile) => format!("adaptive p{}", (quantile * 100.0).round()),
             Delay::Optimal(quantile) => format!("optimal p{}", (quantile * 100.0).round()),
         };

@@ -7,7 +7,7 @@ use hedging::timer::{ManualTimer, Timer};
 use hedging::{Budget, Policy};
 
 use super::cluster::SWEPT_DELAYS_US;
-use super::BUDGET_RATIO;
+use super::{ms_text, BUDGET_RATIO};
 
 /// The tie of the tied pair row: the pair's second copy goes out unless the first
 /// started within this. The Tail at Scale waits twice a network message's delay, so an
@@ -53,12 +53,15 @@ pub enum Scheme {
 
 impl Scheme {
     pub fn label(&self) -> String {
-        let ms = |delay: Duration| format!("{:.2} ms", delay.as_secs_f64() * 1e3);
         match self {
             Scheme::Off => "no hedging".to_string(),
-            Scheme::Fixed(delay) => format!("fixed {}", ms(*delay)),
+            Scheme::Fixed(delay) => format!("fixed {}", ms_text(*delay)),
             Scheme::FixedBudget(delay) => {
-                format!("fixed {} + {:.0}% budget", ms(*delay), BUDGET_RATIO * 100.0)
+                format!(
+                    "fixed {} + {:.0}% budget",
+                    ms_text(*delay),
+                    BUDGET_RATIO * 100.0
+                )
             }
             Scheme::Recommended { budget: false } => "optimal p99".to_string(),
             Scheme::Recommended { budget: true } => {
@@ -72,12 +75,12 @@ impl Scheme {
             Scheme::AdaptiveP95 => format!("adaptive p95 + {:.0}% budget", BUDGET_RATIO * 100.0),
             Scheme::HeldStart { first, until, then } => format!(
                 "{} until {:.1} s, then {} + {:.0}% budget",
-                ms(*first),
+                ms_text(*first),
                 until.as_secs_f64(),
-                ms(*then),
+                ms_text(*then),
                 BUDGET_RATIO * 100.0
             ),
-            Scheme::Tied(delay) => format!("tied, second at {}", ms(*delay)),
+            Scheme::Tied(delay) => format!("tied, second at {}", ms_text(*delay)),
             Scheme::TiedPair(_) => "tied pairs, optimal p99 + budget".to_string(),
         }
     }
