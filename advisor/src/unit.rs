@@ -141,14 +141,16 @@ fn parse_number(number: &str, unit: Unit) -> Result<u64, Unreadable> {
         let digit = u128::from(digit - b'0');
         if place >= 10 {
             place /= 10;
-            nanos += digit * place;
+            nanos = nanos
+                .checked_add(digit * place)
+                .ok_or(Unreadable::TooLong)?;
         } else {
             rest = digit;
             break;
         }
     }
     if rest >= 5 {
-        nanos += 1;
+        nanos = nanos.checked_add(1).ok_or(Unreadable::TooLong)?;
     }
     u64::try_from(nanos)
         .ok()

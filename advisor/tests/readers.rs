@@ -294,3 +294,42 @@ fn auto_tells_every_format_apart() {
     assert_eq!(Format::detect(PROMETHEUS.as_bytes()), Format::Prometheus);
     assert_eq!(Format::detect(hdr_log(1).as_bytes()), Format::Hdr);
 }
+
+/// A latency whose whole part fills a `u128` of nanoseconds, with a fraction that rounds
+/// up: the reader must refuse it as too long (line 1), not overflow (a panic in debug, a
+/// wrap to 0 ns in release).
+#[test]
+fn a_latency_at_the_u128_limit_with_a_rounding_fraction_is_too_long() {
+    for input in [
+        // ns: the whole part is u128::MAX, the fraction rounds it up by one.
+        "340282366920938463463374607431768211455.5ns\n",
+        // ms (the default unit): the whole part times 10^6 is within 10^6 of u128::MAX,
+        // and the fraction's nanoseconds pass it.
+        "340282366920938463463374607431768.999999\n",
+    ] {
+        let found = error(input, &options(Format::Lines));
+        assert_eq!(found.line, Some(1), "{input:?}: {found}");
+        assert!(
+            found.message.contains("under 584 years"),
+            "{input:?}: {found}"
+        );
+    }
+}
+
+/// An interval log whose `BaseTime` plus an interval's start passes `Duration::MAX`: the
+/// start saturates (as the timeline's nanoseconds already do), no `Duration` overflow.
+#[test]
+fn an_interval_log_whose_base_time_plus_start_overflows_does_not_panic() {
+    let sample = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/data/service.hlog"
+    ))
+    .unwrap();
+    let interval = sample.lines().find(|line| line.contains("HISTF")).unwrap();
+    let encoded = interval.rsplit(',').next().unwrap();
+    let log = format!(
+        "#[BaseTime: 18446744073709551615.000 (seconds since epoch)]\n1.000,0.100,1.0,{encoded}\n"
+    );
+    let (latencies, _) = read(log.as_bytes(), &options(Format::Hdr)).unwrap();
+    assert!(latencies.samples() > 0);
+}

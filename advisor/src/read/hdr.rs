@@ -58,7 +58,8 @@ pub(super) fn read(input: impl BufRead, unit: Unit) -> Result<Latencies, InputEr
                         + 1;
                     let histogram = decode(encoded, &mut deserializer)
                         .map_err(|problem| InputError::at(number, column as u64, problem))?;
-                    let start = base_time + interval.start_timestamp();
+                    // A start past `Duration::MAX` saturates, as its nanoseconds do in `add`.
+                    let start = base_time.saturating_add(interval.start_timestamp());
                     add(
                         &mut latencies,
                         &histogram,
