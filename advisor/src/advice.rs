@@ -263,6 +263,12 @@ fn config_toml(
     // the recorded latencies say: down to half the delay, up to the unhedged p99.9.
     let min_delay = delay / 2;
     let max_delay = unhedged.p999.unwrap_or(slowest).max(delay * 2);
+    // What a `PolicyConfig` may give saturates at its longest duration.
+    let (delay, min_delay, max_delay) = (
+        delay.min(LONGEST),
+        min_delay.min(LONGEST),
+        max_delay.min(LONGEST),
+    );
     let target = settings.target;
     let mut toml = String::new();
     let _ = writeln!(
@@ -277,15 +283,15 @@ fn config_toml(
     let _ = writeln!(
         toml,
         "delay = \"{}\"  # until the policy has seen enough latencies",
-        duration_text(delay)
+        config_duration(delay)
     );
     let _ = writeln!(
         toml,
         "optimal_delay = {target}  # then the delay the model predicts minimises the p{}",
         percent(target)
     );
-    let _ = writeln!(toml, "min_delay = \"{}\"", duration_text(min_delay));
-    let _ = writeln!(toml, "max_delay = \"{}\"", duration_text(max_delay));
+    let _ = writeln!(toml, "min_delay = \"{}\"", config_duration(min_delay));
+    let _ = writeln!(toml, "max_delay = \"{}\"", config_duration(max_delay));
     if let Some(ratio) = settings.budget {
         let _ = writeln!(
             toml,
@@ -293,6 +299,19 @@ fn config_toml(
         );
     }
     toml
+}
+
+/// The longest duration a `PolicyConfig` may give: `u64::MAX - 1` nanoseconds.
+const LONGEST: Duration = Duration::from_nanos(u64::MAX - 1);
+
+/// A duration of the printed policy, at most [`LONGEST`], as [`duration_text`] writes it,
+/// or in whole nanoseconds within a second of `LONGEST`, where its rounding (to the
+/// second, at most half of one up) could pass it.
+fn config_duration(duration: Duration) -> String {
+    if duration > LONGEST - Duration::from_secs(1) {
+        return format!("{}ns", duration.min(LONGEST).as_nanos());
+    }
+    duration_text(duration)
 }
 
 /// `0.99` as `99`, `0.999` as `99.9`.

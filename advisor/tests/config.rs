@@ -52,3 +52,25 @@ fn no_budget_prints_no_budget_section() {
     assert!(advice.recommended.extra <= hedging::model::NO_BUDGET_EXTRA + 1e-9);
     assert!(advice.recommended.delay > Duration::ZERO);
 }
+
+/// Latencies the reader accepts (under 584 years) must give a policy the core accepts:
+/// the printed bounds saturate at the longest duration a `PolicyConfig` may give
+/// (`u64::MAX - 1` ns) instead of passing it.
+#[test]
+fn the_printed_policy_of_the_longest_latencies_parses() {
+    for input in [
+        "18446744073709551614ns\n1ms\n",
+        "10000000000s\n",
+        "18446744073709551614ns\n",
+    ] {
+        let (latencies, _) = read(input.as_bytes(), &ReadOptions::default()).unwrap();
+        let advice = advise(&latencies, &Settings::default()).unwrap();
+        let parsed = toml::from_str::<PolicyConfig>(&advice.config_toml);
+        assert!(
+            parsed.is_ok(),
+            "{input:?}: {}\n{}",
+            parsed.unwrap_err(),
+            advice.config_toml
+        );
+    }
+}
