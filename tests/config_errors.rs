@@ -273,3 +273,49 @@ fn settings_that_contradict_each_other_say_where_the_second_is() {
         "parallel and fallback are both set",
     );
 }
+
+/// A JSON value of the wrong kind, or a whole number out of its type's range, is
+/// refused with a message that names its key: serde_json, unlike TOML (which quotes the
+/// line) and YAML (which prefixes the path), names nothing but the value.
+#[test]
+fn a_json_value_of_the_wrong_kind_names_its_key() {
+    let cases = [
+        (r#"{"max_copies": "3"}"#, "max_copies"),
+        (r#"{"max_copies": -1}"#, "max_copies"),
+        (r#"{"max_copies": 1.5}"#, "max_copies"),
+        (r#"{"name": 5}"#, "name"),
+        (r#"{"name": [1]}"#, "name"),
+        (r#"{"enabled": "yes"}"#, "enabled"),
+        (r#"{"adaptive_delay": "0.9"}"#, "adaptive_delay"),
+        (r#"{"delay": 20}"#, "delay"),
+        (r#"{"delay": {"ms": 20}}"#, "delay"),
+        (
+            r#"{"adaptive_min_samples": 4294967296}"#,
+            "adaptive_min_samples",
+        ),
+        (r#"{"budget": {"ratio": "x"}}"#, "budget.ratio"),
+        (
+            r#"{"budget": {"ratio": 0.1, "burst": "2"}}"#,
+            "budget.burst",
+        ),
+        (
+            r#"{"budget": {"ratio": 0.1, "max_outstanding": -5}}"#,
+            "budget.max_outstanding",
+        ),
+        (
+            r#"{"budget": {"ratio": 0.1, "min_per_second": 1.5}}"#,
+            "budget.min_per_second",
+        ),
+        (r#"{"budget": {"max_tokens": true}}"#, "budget.max_tokens"),
+        (r#"{"budget": {"token_ratio": "x"}}"#, "budget.token_ratio"),
+    ];
+    for (json, key) in cases {
+        let error = serde_json::from_str::<PolicyConfig>(json)
+            .expect_err(json)
+            .to_string();
+        assert!(
+            error.contains(&format!(" for {key} at line 1 column")),
+            "{json}: the error does not name `{key}`: {error}"
+        );
+    }
+}

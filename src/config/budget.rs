@@ -56,6 +56,16 @@ const KEYS: &[&str] = &[
     "token_ratio",
 ];
 
+/// The keys of a budget section as an error names them, in [`KEYS`]' order.
+const NAMES: &[&str] = &[
+    "budget.ratio",
+    "budget.burst",
+    "budget.max_outstanding",
+    "budget.min_per_second",
+    "budget.max_tokens",
+    "budget.token_ratio",
+];
+
 /// A key of a budget section; any other is refused.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(field_identifier, rename_all = "snake_case")]
@@ -88,14 +98,14 @@ impl<'de> Visitor<'de> for BudgetVisitor {
         let mut seen = Seen::default();
         while let Some(key) = map.next_key::<Key>()? {
             seen.mark(key as usize, KEYS)?;
-            let (map, config) = (&mut map, &mut config);
+            let (map, config, name) = (&mut map, &mut config, NAMES[key as usize]);
             match key {
-                Key::Ratio => value(map, config, |c, ratio| c.ratio = Some(ratio)),
-                Key::Burst => value(map, config, |c, burst| c.burst = Some(burst)),
-                Key::MaxOutstanding => value(map, config, |c, n| c.max_outstanding = Some(n)),
-                Key::MinPerSecond => value(map, config, |c, n| c.min_per_second = Some(n)),
-                Key::MaxTokens => value(map, config, |c, tokens| c.max_tokens = Some(tokens)),
-                Key::TokenRatio => value(map, config, |c, ratio| c.token_ratio = Some(ratio)),
+                Key::Ratio => value(map, name, config, |c, ratio| c.ratio = Some(ratio)),
+                Key::Burst => value(map, name, config, |c, burst| c.burst = Some(burst)),
+                Key::MaxOutstanding => value(map, name, config, |c, n| c.max_outstanding = Some(n)),
+                Key::MinPerSecond => value(map, name, config, |c, n| c.min_per_second = Some(n)),
+                Key::MaxTokens => value(map, name, config, |c, tokens| c.max_tokens = Some(tokens)),
+                Key::TokenRatio => value(map, name, config, |c, ratio| c.token_ratio = Some(ratio)),
             }?;
         }
         // What only the whole section tells: which kind of budget it is.
@@ -108,10 +118,11 @@ impl<'de> Visitor<'de> for BudgetVisitor {
 /// read before it, inside the format's visit of it (so an error says where).
 fn value<'de, A: MapAccess<'de>, T: Scalar>(
     map: &mut A,
+    key: &'static str,
     config: &mut BudgetConfig,
     set: impl FnOnce(&mut BudgetConfig, T),
 ) -> Result<(), A::Error> {
-    map.next_value_seed(Checked::new(|value| {
+    map.next_value_seed(Checked::new(key, |value| {
         set(config, value);
         config.check(Whole::NotYet)
     }))

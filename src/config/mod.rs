@@ -348,29 +348,33 @@ impl<'de> Visitor<'de> for PolicyVisitor {
         let mut seen = Seen::default();
         while let Some(key) = map.next_key::<Key>()? {
             seen.mark(key as usize, KEYS)?;
-            let (map, config) = (&mut map, &mut config);
+            let (map, config, name) = (&mut map, &mut config, KEYS[key as usize]);
             match key {
-                Key::Name => value(map, config, |c, name| c.name = Some(name)),
-                Key::Enabled => value(map, config, |c, on| c.enabled = on),
-                Key::MaxCopies => value(map, config, |c, copies| c.max_copies = Some(copies)),
+                Key::Name => value(map, name, config, |c, name| c.name = Some(name)),
+                Key::Enabled => value(map, name, config, |c, on| c.enabled = on),
+                Key::MaxCopies => value(map, name, config, |c, copies| c.max_copies = Some(copies)),
                 Key::Delay => duration(map, config, "delay", |c| &mut c.delay),
-                Key::Parallel => value(map, config, |c, on| c.parallel = on),
-                Key::Fallback => value(map, config, |c, on| c.fallback = on),
+                Key::Parallel => value(map, name, config, |c, on| c.parallel = on),
+                Key::Fallback => value(map, name, config, |c, on| c.fallback = on),
                 Key::MaxDelay => duration(map, config, "max_delay", |c| &mut c.max_delay),
-                Key::AdaptiveDelay => value(map, config, |c, q| c.adaptive_delay = Some(q)),
-                Key::OptimalDelay => value(map, config, |c, q| c.optimal_delay = Some(q)),
+                Key::AdaptiveDelay => value(map, name, config, |c, q| c.adaptive_delay = Some(q)),
+                Key::OptimalDelay => value(map, name, config, |c, q| c.optimal_delay = Some(q)),
                 Key::MinDelay => duration(map, config, "min_delay", |c| &mut c.min_delay),
-                Key::AdaptiveMinSamples => value(map, config, |c, samples| {
+                Key::AdaptiveMinSamples => value(map, name, config, |c, samples| {
                     c.adaptive_min_samples = Some(samples)
                 }),
                 Key::AdaptiveWindow => {
                     duration(map, config, "adaptive_window", |c| &mut c.adaptive_window)
                 }
-                Key::AdaptiveKeys => value(map, config, |c, keys| c.adaptive_keys = Some(keys)),
-                Key::MinWinRate => value(map, config, |c, rate| c.min_win_rate = Some(rate)),
-                Key::HedgeProbability => value(map, config, |c, p| c.hedge_probability = Some(p)),
-                Key::ReplaceFailed => value(map, config, |c, on| c.replace_failed = on),
-                Key::CatchUnwind => value(map, config, |c, on| c.catch_unwind = on),
+                Key::AdaptiveKeys => {
+                    value(map, name, config, |c, keys| c.adaptive_keys = Some(keys))
+                }
+                Key::MinWinRate => value(map, name, config, |c, rate| c.min_win_rate = Some(rate)),
+                Key::HedgeProbability => {
+                    value(map, name, config, |c, p| c.hedge_probability = Some(p))
+                }
+                Key::ReplaceFailed => value(map, name, config, |c, on| c.replace_failed = on),
+                Key::CatchUnwind => value(map, name, config, |c, on| c.catch_unwind = on),
                 Key::Budget => map.next_value().map(|budget| config.budget = budget),
             }?;
         }
@@ -384,10 +388,11 @@ impl<'de> Visitor<'de> for PolicyVisitor {
 /// read before it, inside the format's visit of it (see [`read`]).
 fn value<'de, A: MapAccess<'de>, T: Scalar>(
     map: &mut A,
+    key: &'static str,
     config: &mut PolicyConfig,
     set: impl FnOnce(&mut PolicyConfig, T),
 ) -> Result<(), A::Error> {
-    map.next_value_seed(Checked::new(|value| {
+    map.next_value_seed(Checked::new(key, |value| {
         set(config, value);
         config.check_read()
     }))
@@ -400,7 +405,7 @@ fn duration<'de, A: MapAccess<'de>>(
     key: &'static str,
     slot: fn(&mut PolicyConfig) -> &mut Option<Duration>,
 ) -> Result<(), A::Error> {
-    map.next_value_seed(Checked::new(|text| {
+    map.next_value_seed(Checked::new(key, |text| {
         *slot(config) = Some(read_duration(key, text)?);
         config.check_read()
     }))

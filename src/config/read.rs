@@ -126,6 +126,8 @@ impl Scalar for Text {
 /// an error `accept` returns carries the value's position. `null` (YAML's `~`) is an
 /// absent key, and never reaches `accept`.
 pub(super) struct Checked<T, F> {
+    /// The key the value is for, as an error names it (`max_copies`, `budget.ratio`).
+    key: &'static str,
     accept: F,
     kind: PhantomData<fn() -> T>,
 }
@@ -135,8 +137,9 @@ where
     T: Scalar,
     F: FnOnce(T) -> Result<(), ConfigError>,
 {
-    pub(super) fn new(accept: F) -> Self {
+    pub(super) fn new(key: &'static str, accept: F) -> Self {
         Checked {
+            key,
             accept,
             kind: PhantomData,
         }
@@ -144,10 +147,9 @@ where
 
     fn take<E: de::Error>(self, written: Written<'_>) -> Result<(), E> {
         let Some(value) = T::read(written) else {
-            let expected = &T::EXPECTED;
             return Err(match T::NUMBER && written.is_number() {
-                true => E::invalid_value(written.unexpected(), expected),
-                false => E::invalid_type(written.unexpected(), expected),
+                true => E::invalid_value(written.unexpected(), &self),
+                false => E::invalid_type(written.unexpected(), &self),
             });
         };
         (self.accept)(value).map_err(E::custom)
@@ -173,8 +175,11 @@ where
 {
     type Value = ();
 
+    /// What the key takes, and the key: a format that meets a value of another kind
+    /// (JSON's `"3"` for a number) says so with these words, and not every format names
+    /// the key (JSON does not).
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(T::EXPECTED)
+        write!(f, "{} for {}", T::EXPECTED, self.key)
     }
 
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
