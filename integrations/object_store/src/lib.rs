@@ -103,10 +103,11 @@
 //! Errors that another copy would only repeat end the read at once and are returned:
 //! `NotFound`, `Precondition`, `NotModified`, `PermissionDenied`, `Unauthenticated`,
 //! `InvalidPath`, and the errors that say the store cannot do the request at all
-//! (`NotSupported`, `NotImplemented`, `UnknownConfigurationKey`, `AlreadyExists`). Any
-//! other error (a `Generic` transport or server error, an error in the body) fails that
-//! copy only: the race goes on, and if every copy fails the first copy's error is
-//! returned. A server's pushback (a 503 with `Retry-After`) is such an error: no copy is
+//! (`NotSupported`, `NotImplemented`, `UnknownConfigurationKey`, `AlreadyExists`), and a
+//! `416 Range Not Satisfiable` (a range the object does not hold, which object_store
+//! reports as `Generic`, its status read from the error's text). Any other error (a
+//! `Generic` transport or server error, an error in the body) fails that copy only: the
+//! race goes on, and if every copy fails the first copy's error is returned. A server's pushback (a 503 with `Retry-After`) is such an error: no copy is
 //! held for it, so the next copy starts at once if one may, and on the last copy the
 //! read ends at once.
 //!
