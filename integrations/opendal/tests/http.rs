@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use common::*;
+use futures::TryStreamExt;
 use hedging_opendal::{Call, HedgeLayer, SizeClass};
 use hedging_test_server::counts::assert_one_hedge_won;
 use hedging_test_server::object::{versioned, Objects};
@@ -256,4 +257,91 @@ async fn each_range_a_reader_fetches_is_a_hedged_call_of_its_own() {
     );
     let stats = stats.stats();
     assert_eq!((stats.calls, stats.hedges, stats.hedge_wins), (2, 1, 1));
+}
+
+/// A suffix longer than the stall resumes from the offset it reached, to the last byte.
+#[tokio::test]
+async fn a_stalled_suffix_read_resumes_from_its_offset_to_the_last_byte() {
+    let clock = VirtualClock::new();
+    let (server, _) = serve(&clock, first_bodies_stall(STALL_AT)).await;
+    let op = hedged(&server, HedgeLayer::new(policy(&clock)).buffer_limit(LIMIT));
+    let received = Arc::new(AtomicU64::new(0));
+    let suffix = 200_000;
+    let range = BytesRange::suffix(suffix);
+    let read = read_range_streamed(&op, PATH, range, Arc::clone(&received));
+    resume_at(&clock, &received, STALL_AT).await;
+
+    let (bytes, error) = read.await.unwrap();
+    assert!(error.is_none(), "{error:?}");
+    let first = SIZE - suffix as usize;
+    assert_eq!(bytes, object(SIZE, 0)[first..], "the last bytes, once");
+    let resumed_at = first + STALL_AT as usize;
+    let seen = server.arrivals(KEY);
+    let asked = format!("bytes={resumed_at}-{}", SIZE - 1);
+    assert_eq!(seen[1].header("range"), Some(asked.as_str()));
+}
+
+/// A range that runs past the object's end resumes to its last byte, not to the end asked.
+#[tokio::test]
+async fn a_stalled_range_past_the_end_resumes_to_the_last_byte() {
+    let clock = VirtualClock::new();
+    let (server, _) = serve(&clock, first_bodies_stall(STALL_AT)).await;
+    let op = hedged(&server, HedgeLayer::new(policy(&clock)).buffer_limit(LIMIT));
+    let received = Arc::new(AtomicU64::new(0));
+    let range = BytesRange::new(50_000, Some(SIZE as u64));
+    let read = read_range_streamed(&op, PATH, range, Arc::clone(&received));
+    resume_at(&clock, &received, STALL_AT).await;
+
+    let (bytes, error) = read.await.unwrap();
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(bytes, object(SIZE, 0)[50_000..]);
+    let seen = server.arrivals(KEY);
+    let asked = format!("bytes={}-{}", 50_000 + STALL_AT, SIZE - 1);
+    assert_eq!(seen[1].header("range"), Some(asked.as_str()));
+}
+
+/// Every range at or past an edge of a full and an empty object, streamed and read,
+/// buffered and not: through the layer, the same bytes or the same kind of error as
+/// without it.
+#[tokio::test]
+async fn ranges_at_the_edges_answer_as_without_the_layer() {
+    const EMPTY: &str = "data/empty.bin";
+    let clock = VirtualClock::new();
+    let (server, objects) = serve(&clock, |objects| versioned(objects, |_| Pace::Whole)).await;
+    objects.put(EMPTY, Bytes::new());
+    let plain = http_direct(&server.origin()).unwrap();
+    let size = SIZE as u64;
+    let ranges = [
+        BytesRange::new(0, None),
+        BytesRange::new(size - 10, None),
+        BytesRange::new(size - 10, Some(100)),
+        BytesRange::new(size, None),
+        BytesRange::new(size + 5, Some(5)),
+        BytesRange::suffix(10),
+        BytesRange::suffix(size + 100),
+        BytesRange::new(5, Some(0)),
+        BytesRange::new(100, Some(100_000)),
+    ];
+    let read = |op: Operator, path: &'static str, range: BytesRange| async move {
+        let reader = op.reader(path).await?;
+        let chunks: Vec<_> = reader
+            .clone()
+            .into_stream(range)
+            .await?
+            .try_collect()
+            .await?;
+        let streamed: Vec<u8> = chunks.iter().flat_map(|chunk| chunk.to_vec()).collect();
+        let read = reader.read(range).await?.to_vec();
+        Ok::<_, opendal::Error>((streamed, read))
+    };
+    for limit in [LIMIT, 0] {
+        let op = hedged(&server, HedgeLayer::new(policy(&clock)).buffer_limit(limit));
+        for path in [PATH, EMPTY] {
+            for range in ranges {
+                let want = read(plain.clone(), path, range).await.map_err(|e| e.kind());
+                let got = read(op.clone(), path, range).await.map_err(|e| e.kind());
+                assert_eq!(want, got, "limit {limit}, {path}, {range:?}");
+            }
+        }
+    }
 }

@@ -16,7 +16,7 @@ use hedging_test_server::opendal::context;
 use hedging_test_server::s3::{credentials, BUCKET, S3};
 use hedging_test_server::{until, VirtualClock};
 use opendal::services::{Http, S3 as S3Service};
-use opendal::{Error, ErrorKind, Operator, Result};
+use opendal::{BytesRange, Error, ErrorKind, Operator, Result};
 
 /// The hedge delay of every test's policy.
 pub const DELAY: Duration = Duration::from_millis(20);
@@ -54,8 +54,13 @@ pub fn s3_direct(s3: &S3) -> Result<Operator> {
 
 /// An HTTP-service operator on `url`, hedged by `layer`.
 pub fn http_hedged<K: CallKey>(url: &str, layer: HedgeLayer<ManualTimer, K>) -> Result<Operator> {
+    Ok(http_direct(url)?.layer(layer))
+}
+
+/// An HTTP-service operator on `url`, not hedged.
+pub fn http_direct(url: &str) -> Result<Operator> {
     let builder = Http::default().endpoint(url);
-    Ok(Operator::new(builder)?.with_context(context()).layer(layer))
+    Ok(Operator::new(builder)?.with_context(context()))
 }
 
 /// Two copies, the second `DELAY` after the first, on `clock`.
@@ -71,10 +76,20 @@ pub fn read_streamed(
     path: &'static str,
     received: Arc<AtomicU64>,
 ) -> tokio::task::JoinHandle<(Vec<u8>, Option<opendal::Error>)> {
+    read_range_streamed(op, path, BytesRange::from(..), received)
+}
+
+/// [`read_streamed`] of `range` of `path`.
+pub fn read_range_streamed(
+    op: &Operator,
+    path: &'static str,
+    range: BytesRange,
+    received: Arc<AtomicU64>,
+) -> tokio::task::JoinHandle<(Vec<u8>, Option<opendal::Error>)> {
     let op = op.clone();
     tokio::spawn(async move {
         let mut bytes = Vec::new();
-        let stream = async { op.reader(path).await?.into_stream(..).await }.await;
+        let stream = async { op.reader(path).await?.into_stream(range).await }.await;
         let mut stream = match stream {
             Ok(stream) => stream,
             Err(error) => return (bytes, Some(error)),
