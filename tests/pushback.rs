@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ms, policy, Backend, Driver, Step};
+use common::{ms, policy, run_both, Backend, Driver, Step};
 use hedging::timer::ManualTimer;
 use hedging::{Hedgeable, Policy, Verdict};
 
@@ -166,4 +166,33 @@ fn a_pushback_to_the_end_of_time_is_never_waited_for() {
         });
     assert_eq!(Driver::new(call).run(&timer), Err(429));
     assert_eq!(timer.now(), ms(5));
+}
+
+#[test]
+fn a_pushback_copy_is_sent_even_where_min_win_rate_withholds_hedges() {
+    let timer = ManualTimer::new();
+    // One timed copy at 10 ms; copy 2 can start only by a pushback.
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay_fn(|copy| (copy == 1).then_some(ms(10)))
+        .min_win_rate(1.0)
+        .timer(timer.clone())
+        .build();
+    // Call B: its original wins at 15 ms over its hedge, so hedges are withheld from then.
+    let b = Backend::new(&timer, [Step::ok(15, 0), Step::never()]);
+    // Call A: its hedge (10 ms) is pushed back at 18 ms for 30 ms; copy 2 is due at 48 ms
+    // by the server's word, which `min_win_rate` does not overrule.
+    let a = Backend::new(&timer, [Step::never(), Step::err(8, 429), Step::ok(1, 2)]);
+    let call_a = a.factory().hedged(&policy).classify(pushback);
+    let call_b = b.factory().hedged(&policy);
+
+    let (out_a, out_b) = run_both(&timer, call_a, call_b);
+    assert_eq!(out_b, Some(Ok(0)));
+    assert_eq!(out_a, Some(Ok(2)));
+    assert_eq!(a.starts(), vec![(0, ms(0)), (1, ms(10)), (2, ms(48))]);
+    assert_eq!(
+        policy.stats().withheld,
+        0,
+        "the pushback copy is not a withheld hedge"
+    );
 }

@@ -305,7 +305,10 @@ impl<T, E> Race<T, E> {
         // Whichever copy it is for: copy 1 may have started without asking (a declining
         // factory's caught panic). A copy due with the call itself (`parallel()`) is how
         // the call is sent, not a sign it ran slow: asking for it keeps the call earning.
+        // A copy held for a pushback starts by the server's word, not the clock: it is
+        // never withheld.
         if self.reason == Reason::Due
+            && !self.held
             && settings.withhold.is_some()
             && !self.may_hedge(settings, clock)
         {
@@ -419,7 +422,7 @@ impl<T, E> Race<T, E> {
             };
             times.next_due = Due::Unknown;
         }
-        if self.reason == Reason::Due {
+        if self.reason == Reason::Due && !self.held {
             self.timed = match self.timed {
                 Timed::Probing | Timed::Probed => Timed::Probed,
                 _ => Timed::Hedged,
