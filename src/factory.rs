@@ -22,8 +22,10 @@ pub trait Factory {
 
     /// Whether [`make`](Factory::make) may return `None`. If so, each copy beyond the
     /// first is made before the budget is asked and the `on_hedge` hook runs, so a
-    /// declined copy touches neither; if not, the budget and the hook come first, and
-    /// `make` runs only for a copy that starts. Default `true`.
+    /// declined copy touches neither (a copy the budget refuses or `min_win_rate`
+    /// withholds is dropped unpolled, and its attempt may be made again for the retry
+    /// after a failure); if not, the budget and the hook come first, and `make` runs only
+    /// for a copy that starts. Default `true`.
     const MAY_DECLINE: bool = true;
 
     /// Makes copy `attempt.index()`, or declines it with `None`: no copy for this

@@ -23,8 +23,10 @@ pub struct ServiceCopies<S: Service<Req>, Req, R> {
     original: Option<S::Future>,
     /// The service that sent the original, which gives the service of each hedge, and
     /// the request the call was given, copied for each: `None` when the call may not
-    /// hedge (decided by [`HedgeLayer::call_with`](super::HedgeLayer::call_with)), and
-    /// after the last copy.
+    /// hedge (decided by [`HedgeLayer::call_with`](super::HedgeLayer::call_with)). Kept
+    /// until the call ends, after the last copy is made too: the race makes a copy before
+    /// it asks the budget (and `min_win_rate`), and a copy refused when due is made again
+    /// for the retry after a failure.
     hedges: Option<(S, Req)>,
     clone_request: R,
 }
@@ -45,9 +47,6 @@ where
         let (service, to_copy) = self.hedges.as_ref()?;
         let request = self.clone_request.clone_request(to_copy, attempt)?;
         let service = service.for_copy(attempt);
-        if attempt.index() + 1 >= attempt.max_copies() {
-            self.hedges = None;
-        }
         Some(CopyFuture::readying(service, request))
     }
 }
