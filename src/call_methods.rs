@@ -83,11 +83,15 @@ macro_rules! call_methods {
                 self.with_deadlines(deadlines)
             }
 
-            /// Bounds the whole call: when `timeout` has passed since its first poll, every
+            /// Bounds the whole call: when `timeout` has passed since the call's clock
+            /// started (at its first poll, once the original was made and said `Pending`:
+            /// the time the factory and that first poll take is not counted, so a call
+            /// answered at its first poll never reads the clock), every
             /// copy is dropped and the call returns the lowest-index failure seen so far (a
             /// real one: not a withdrawn result nor a caught panic), or else
-            /// `E::from(Elapsed)`. A stream yields it and ends; once a stream committed to a
-            /// winner, its timeout no longer applies.
+            /// `E::from(Elapsed)`; no copy starts once the deadline came, not even after a
+            /// failure. A stream yields it and ends; once a stream committed to a winner, its
+            /// timeout no longer applies.
             ///
             /// An answer and the deadline in the same instant: the answer wins, as with
             /// `tokio::time::timeout`. A zero timeout lets the original answer if it is

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{ms, policy, Backend, Driver, Failure, Step};
 use hedging::timer::ManualTimer;
-use hedging::{Hedgeable, Policy, Verdict};
+use hedging::{Attempt, Hedgeable, Policy, Verdict};
 
 fn backend(timer: &ManualTimer, steps: impl IntoIterator<Item = Step>) -> Backend<Failure> {
     Backend::with_errors(timer, steps)
@@ -272,4 +272,91 @@ fn timeouts_and_the_schedule_share_the_one_timer() {
     assert_eq!(timer.now(), ms(45));
     // The backend's copies make one sleep each; the call made exactly one more.
     assert_eq!(timer.sleeps_created(), 3 + 1);
+}
+
+// --- The call's clock and deadline ------------------------------------------------------
+
+/// The call's clock starts once its original said `Pending`: the time the factory and
+/// that first poll take (30 ms here, say to sign a request) is not counted.
+#[test]
+fn the_total_timeout_counts_from_the_originals_first_pending() {
+    let timer = ManualTimer::new();
+    let policy = Policy::builder()
+        .max_copies(2)
+        .delay(ms(100))
+        .timer(timer.clone())
+        .build();
+    let slow = timer.clone();
+    let factory = move |_: Attempt| {
+        slow.advance(ms(30)); // the factory takes 30 ms of the call's time
+        std::future::pending::<Result<u32, Failure>>()
+    };
+    let mut call = Driver::new(factory.hedged(&policy).timeout(ms(20)));
+    assert_eq!(call.run(&timer), Err(Failure::Elapsed));
+    assert_eq!(
+        timer.now(),
+        ms(50),
+        "20 ms after the clock started at 30 ms"
+    );
+}
+
+/// Three copies 20 ms apart.
+fn deadline_policy(timer: &ManualTimer, replace_failed: bool) -> Policy<ManualTimer> {
+    Policy::builder()
+        .max_copies(3)
+        .delay(ms(20))
+        .replace_failed(replace_failed)
+        .timer(timer.clone())
+        .build()
+}
+
+#[test]
+fn a_copy_due_by_the_schedule_at_the_total_deadline_is_not_started() {
+    // The control: copy 1 is due at 20 ms, the deadline is 20 ms.
+    let timer = ManualTimer::new();
+    let policy = deadline_policy(&timer, false);
+    let backend = backend(&timer, [Step::never(), Step::ok(1, 1)]);
+    let mut call = Driver::new(backend.factory().hedged(&policy).timeout(ms(20)));
+    assert_eq!(call.run(&timer), Err(Failure::Elapsed));
+    assert_eq!(backend.started(), 1);
+    assert_eq!(policy.stats().hedges, 0);
+}
+
+/// A copy a failure would start at the deadline is not started either: it would take a
+/// token, run `on_hedge`, count as a hedge and send its request, only to be dropped in
+/// the same poll.
+#[test]
+fn a_failure_at_the_total_deadline_starts_no_copy() {
+    let timer = ManualTimer::new();
+    let policy = Policy::builder()
+        .max_copies(3)
+        .delay(ms(100))
+        .timer(timer.clone())
+        .build();
+    // The original fails at 20 ms, the call's deadline.
+    let backend = backend(&timer, [Step::err(20, 7), Step::ok(1, 1)]);
+    let mut call = Driver::new(backend.factory().hedged(&policy).timeout(ms(20)));
+    assert_eq!(call.run(&timer), Err(Failure::Code(7)));
+    assert_eq!(
+        (backend.started(), policy.stats().hedges),
+        (1, 0),
+        "no copy starts at the deadline: {:?}",
+        backend.starts()
+    );
+}
+
+#[test]
+fn a_failure_replaced_at_the_total_deadline_starts_no_copy() {
+    let timer = ManualTimer::new();
+    let policy = deadline_policy(&timer, true);
+    // Copy 1 starts at 20 ms and fails at 30 ms, the deadline, while the original still
+    // runs: `replace_failed` owes a copy at the deadline.
+    let backend = backend(&timer, [Step::never(), Step::err(10, 7), Step::ok(1, 2)]);
+    let mut call = Driver::new(backend.factory().hedged(&policy).timeout(ms(30)));
+    assert_eq!(call.run(&timer), Err(Failure::Code(7)));
+    assert_eq!(
+        backend.starts(),
+        vec![(0, ms(0)), (1, ms(20))],
+        "no replacement starts at the deadline"
+    );
 }

@@ -222,9 +222,16 @@ impl<T, E> Race<T, E> {
         );
         let times = self.start_clock(clock, &settings.timer);
         let first_start = times.first_start;
+        let total_deadline = deadlines
+            .total()
+            .and_then(|total| deadline(first_start, total));
         if can_start && !held && (in_flight == 0 || owed > 0) {
-            // Every copy failed, or a failure is to be replaced: the next starts now.
+            // Every copy failed, or a failure is to be replaced: the next starts now,
+            // unless the call's deadline came (a copy due then is not started either).
             let now = clock.now(&settings.timer);
+            if total_deadline.is_some_and(|deadline| now >= deadline) {
+                return Next::End(self.kept.time_out(|| deadlines.elapsed()));
+            }
             let reason = if in_flight == 0 {
                 Reason::NoneInFlight
             } else {
@@ -242,9 +249,6 @@ impl<T, E> Race<T, E> {
             (Some(attempt), Some(started)) => deadline(started, attempt),
             _ => None,
         };
-        let total_deadline = deadlines
-            .total()
-            .and_then(|total| deadline(first_start, total));
         let Some(earliest) = sooner(sooner(due, attempt_deadline), total_deadline) else {
             return if self.in_flight == 0 {
                 // Held by a pushback to the end of time: nothing will ever start.

@@ -262,6 +262,17 @@ impl<'s> Model<'s> {
                 }
             }
             if can_start && !self.held && (self.in_flight.is_empty() || self.owed > 0) {
+                // No copy starts once the call's deadline came, as no copy due then does.
+                let total_deadline = deadlines.total.and_then(|total| {
+                    Some(self.first_start.saturating_add(total)).filter(|at| *at < Duration::MAX)
+                });
+                if total_deadline.is_some_and(|deadline| deadline <= now) {
+                    let end = match self.lowest_failure {
+                        Some((_, result)) => Expected::Failed(result),
+                        None => Expected::Failed(Err(Fail::Elapsed)),
+                    };
+                    return self.end(end, now, world);
+                }
                 let reason = if self.in_flight.is_empty() {
                     Reason::NoneInFlight
                 } else {
