@@ -152,6 +152,7 @@ fn huge_delays_never_panic_and_never_fire() {
 }
 
 /// Pending once, waking itself: the original is still running when the timer is armed.
+#[cfg(feature = "async-io")]
 async fn yield_once() {
     let mut yielded = false;
     std::future::poll_fn(|cx| {
@@ -166,6 +167,7 @@ async fn yield_once() {
 }
 
 #[test]
+#[cfg(feature = "async-io")]
 fn huge_delays_on_the_real_timers_do_not_panic() {
     use hedging::timer::{AsyncIoTimer, FuturesTimer};
     let policy = Policy::builder()
