@@ -3,6 +3,7 @@
 //! called, and requests are copied only as often as needed.
 
 mod common;
+mod tower_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -14,54 +15,7 @@ use hedging::timer::ManualTimer;
 use hedging::tower::{HedgeLayer, HedgeService};
 use hedging::{Attempt, Verdict};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
-
-/// Call k follows the backend's step k; logs each request and counts its own clones.
-#[derive(Default)]
-struct Counts {
-    calls: AtomicUsize,
-    clones: AtomicUsize,
-    requests: Mutex<Vec<u32>>,
-}
-
-struct Scripted {
-    backend: Backend,
-    counts: Arc<Counts>,
-}
-
-impl Scripted {
-    fn new(backend: &Backend) -> Self {
-        Scripted {
-            backend: backend.clone(),
-            counts: Arc::default(),
-        }
-    }
-}
-
-impl Clone for Scripted {
-    fn clone(&self) -> Self {
-        self.counts.clones.fetch_add(1, SeqCst);
-        Scripted {
-            backend: self.backend.clone(),
-            counts: Arc::clone(&self.counts),
-        }
-    }
-}
-
-impl Service<u32> for Scripted {
-    type Response = u32;
-    type Error = u32;
-    type Future = CopyFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), u32>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: u32) -> CopyFuture {
-        self.counts.requests.lock().unwrap().push(request);
-        let index = self.counts.calls.fetch_add(1, SeqCst);
-        self.backend.copy(index)
-    }
-}
+use tower_support::Scripted;
 
 #[test]
 fn hedges_a_slow_call_inside_a_service_builder() {

@@ -3,48 +3,15 @@
 //! it does a closure's. `tests/tower.rs` holds the rest of the tower contract.
 
 mod common;
+mod tower_support;
 
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
-use std::task::{Context, Poll};
-
-use common::{ms, run_both, Backend, CopyFuture, Driver, Step};
+use common::{ms, run_both, Backend, Driver, Step};
 use futures::executor::block_on;
 use hedging::timer::ManualTimer;
 use hedging::tower::HedgeLayer;
 use hedging::{Budget, Hedgeable, Policy};
 use tower::{Layer, Service, ServiceExt};
-
-/// Call k of every clone follows the backend's step k.
-#[derive(Clone)]
-struct Scripted {
-    backend: Backend,
-    calls: Arc<AtomicUsize>,
-}
-
-impl Scripted {
-    fn new(backend: &Backend) -> Self {
-        Scripted {
-            backend: backend.clone(),
-            calls: Arc::default(),
-        }
-    }
-}
-
-impl Service<u32> for Scripted {
-    type Response = u32;
-    type Error = u32;
-    type Future = CopyFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), u32>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _request: u32) -> CopyFuture {
-        let index = self.calls.fetch_add(1, SeqCst);
-        self.backend.copy(index)
-    }
-}
+use tower_support::Scripted;
 
 /// Budget refused the hedge at 10 ms (another call held the one `max_outstanding` slot);
 /// at 20 ms the original fails with nothing in flight, the slot is free again, and the
