@@ -56,16 +56,6 @@ const KEYS: &[&str] = &[
     "token_ratio",
 ];
 
-/// The keys of a budget section as an error names them, in [`KEYS`]' order.
-const NAMES: &[&str] = &[
-    "budget.ratio",
-    "budget.burst",
-    "budget.max_outstanding",
-    "budget.min_per_second",
-    "budget.max_tokens",
-    "budget.token_ratio",
-];
-
 /// A key of a budget section; any other is refused.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(field_identifier, rename_all = "snake_case")]
@@ -98,7 +88,7 @@ impl<'de> Visitor<'de> for BudgetVisitor {
         let mut seen = Seen::default();
         while let Some(key) = map.next_key::<Key>()? {
             seen.mark(key as usize, KEYS)?;
-            let (map, config, name) = (&mut map, &mut config, NAMES[key as usize]);
+            let (map, config, name) = (&mut map, &mut config, KEYS[key as usize]);
             match key {
                 Key::Ratio => value(map, name, config, |c, ratio| c.ratio = Some(ratio)),
                 Key::Burst => value(map, name, config, |c, burst| c.burst = Some(burst)),
@@ -122,10 +112,11 @@ fn value<'de, A: MapAccess<'de>, T: Scalar>(
     config: &mut BudgetConfig,
     set: impl FnOnce(&mut BudgetConfig, T),
 ) -> Result<(), A::Error> {
-    map.next_value_seed(Checked::new(key, |value| {
+    let checked = Checked::new(key, |value| {
         set(config, value);
         config.check(Whole::NotYet)
-    }))
+    });
+    map.next_value_seed(checked.in_section("budget"))
 }
 
 /// Whether a section was read to its end, so that a missing key is missing.

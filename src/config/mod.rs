@@ -350,22 +350,20 @@ impl<'de> Visitor<'de> for PolicyVisitor {
             seen.mark(key as usize, KEYS)?;
             let (map, config, name) = (&mut map, &mut config, KEYS[key as usize]);
             match key {
-                Key::Name => value(map, name, config, |c, name| c.name = Some(name)),
+                Key::Name => value(map, name, config, |c, text| c.name = Some(text)),
                 Key::Enabled => value(map, name, config, |c, on| c.enabled = on),
                 Key::MaxCopies => value(map, name, config, |c, copies| c.max_copies = Some(copies)),
-                Key::Delay => duration(map, config, "delay", |c| &mut c.delay),
+                Key::Delay => duration(map, name, config, |c| &mut c.delay),
                 Key::Parallel => value(map, name, config, |c, on| c.parallel = on),
                 Key::Fallback => value(map, name, config, |c, on| c.fallback = on),
-                Key::MaxDelay => duration(map, config, "max_delay", |c| &mut c.max_delay),
+                Key::MaxDelay => duration(map, name, config, |c| &mut c.max_delay),
                 Key::AdaptiveDelay => value(map, name, config, |c, q| c.adaptive_delay = Some(q)),
                 Key::OptimalDelay => value(map, name, config, |c, q| c.optimal_delay = Some(q)),
-                Key::MinDelay => duration(map, config, "min_delay", |c| &mut c.min_delay),
+                Key::MinDelay => duration(map, name, config, |c| &mut c.min_delay),
                 Key::AdaptiveMinSamples => value(map, name, config, |c, samples| {
                     c.adaptive_min_samples = Some(samples)
                 }),
-                Key::AdaptiveWindow => {
-                    duration(map, config, "adaptive_window", |c| &mut c.adaptive_window)
-                }
+                Key::AdaptiveWindow => duration(map, name, config, |c| &mut c.adaptive_window),
                 Key::AdaptiveKeys => {
                     value(map, name, config, |c, keys| c.adaptive_keys = Some(keys))
                 }
@@ -401,8 +399,8 @@ fn value<'de, A: MapAccess<'de>, T: Scalar>(
 /// The next value of `map`, a duration for `key`, to the field `slot` gives.
 fn duration<'de, A: MapAccess<'de>>(
     map: &mut A,
-    config: &mut PolicyConfig,
     key: &'static str,
+    config: &mut PolicyConfig,
     slot: fn(&mut PolicyConfig) -> &mut Option<Duration>,
 ) -> Result<(), A::Error> {
     map.next_value_seed(Checked::new(key, |text| {

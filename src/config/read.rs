@@ -126,8 +126,10 @@ impl Scalar for Text {
 /// an error `accept` returns carries the value's position. `null` (YAML's `~`) is an
 /// absent key, and never reaches `accept`.
 pub(super) struct Checked<T, F> {
-    /// The key the value is for, as an error names it (`max_copies`, `budget.ratio`).
+    /// The key the value is for, and the section it is in, if any (`budget`): an error
+    /// names them as `max_copies`, `budget.ratio`.
     key: &'static str,
+    section: Option<&'static str>,
     accept: F,
     kind: PhantomData<fn() -> T>,
 }
@@ -140,8 +142,17 @@ where
     pub(super) fn new(key: &'static str, accept: F) -> Self {
         Checked {
             key,
+            section: None,
             accept,
             kind: PhantomData,
+        }
+    }
+
+    /// The same, for a key of `section`.
+    pub(super) fn in_section(self, section: &'static str) -> Self {
+        Checked {
+            section: Some(section),
+            ..self
         }
     }
 
@@ -179,7 +190,10 @@ where
     /// (JSON's `"3"` for a number) says so with these words, and not every format names
     /// the key (JSON does not).
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} for {}", T::EXPECTED, self.key)
+        match self.section {
+            Some(section) => write!(f, "{} for {section}.{}", T::EXPECTED, self.key),
+            None => write!(f, "{} for {}", T::EXPECTED, self.key),
+        }
     }
 
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
